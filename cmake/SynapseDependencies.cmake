@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: Apache-2.0
+# Third-party libraries, all from Debian 12 packages (scripts/install-deps.sh installs them).
+# docs/ARCHITECTURE.md says why each was chosen.
+find_package(Threads REQUIRED)
+find_package(CLI11 2.1 REQUIRED CONFIG)
+find_package(nlohmann_json 3.11 REQUIRED)
+find_package(spdlog 1.10 REQUIRED)
+find_package(OpenSSL 3.0 REQUIRED COMPONENTS Crypto)
+find_package(SQLite3 REQUIRED)
+
+# xxHash ships only a pkg-config file on Debian.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash>=0.8)
+add_library(synapse_xxhash INTERFACE)
+target_link_libraries(synapse_xxhash INTERFACE PkgConfig::XXHASH)
+
+if(SYNAPSE_BUILD_TESTS)
+  find_package(GTest 1.12 REQUIRED)
+endif()
+if(SYNAPSE_BUILD_BENCH)
+  find_package(benchmark 1.7 REQUIRED)
+endif()

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one taxonomy of stable error codes. Each code has a stable name and number, says whether a
+// retry can succeed (transient) or not (permanent), and names the HTTP status the service maps it to.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace synapse {
+
+// Numbers are stable: they cross process boundaries (worker framing) and appear in logs. Never
+// reuse or renumber a code; append new ones.
+enum class ErrorCode : uint16_t {
+  kOk = 0,
+  // Generic.
+  kInvalidArgument = 1,
+  kNotFound = 2,
+  kAlreadyExists = 3,
+  kIoError = 4,
+  kPermissionDenied = 5,
+  kUnsupported = 6,
+  kInternal = 7,
+  kResourceExhausted = 8,
+  kUnavailable = 9,
+  kCancelled = 10,
+  kDeadlineExceeded = 11,
+  // Reading files that an attacker may control (GGUF, packages).
+  kFileTruncated = 100,
+  kBadMagic = 101,
+  kUnsupportedVersion = 102,
+  kLimitExceeded = 103,
+  kUnknownValueType = 104,
+  kUnknownTensorType = 105,
+  kDuplicateKey = 106,
+  kDuplicateTensor = 107,
+  kInvalidUtf8 = 108,
+  kBadShape = 109,
+  kBadAlignment = 110,
+  kTensorOutOfRange = 111,
+  kTensorOverlap = 112,
+  kSizeMismatch = 113,
+  kTypeMismatch = 114,
+  kMissingKey = 115,
+  kBadValue = 116,
+  kChecksumMismatch = 117,
+  // Models.
+  kUnknownArchitecture = 200,
+  kMissingTensor = 201,
+};
+
+enum class Retry : uint8_t { kPermanent, kTransient };
+
+struct ErrorCodeInfo {
+  ErrorCode code;
+  std::string_view name;  // stable snake_case identifier, e.g. "file_truncated"
+  Retry retry;
+  int http_status;        // what the service answers for this code
+  std::string_view summary;
+};
+
+// All codes, in numeric order. The single source for names, retry class and HTTP mapping.
+std::span<const ErrorCodeInfo> error_code_table();
+
+// Never null: an unknown number maps to the entry of kInternal.
+const ErrorCodeInfo& error_code_info(ErrorCode code);
+std::string_view error_code_name(ErrorCode code);
+std::optional<ErrorCode> error_code_from_name(std::string_view name);
+
+}  // namespace synapse

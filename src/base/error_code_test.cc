@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "base/error_code.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace synapse {
+namespace {
+
+TEST(ErrorCode, TableIsConsistent) {
+  std::set<uint16_t> numbers;
+  std::set<std::string_view> names;
+  uint16_t previous = 0;
+  bool first = true;
+  for (const ErrorCodeInfo& info : error_code_table()) {
+    const auto number = static_cast<uint16_t>(info.code);
+    EXPECT_TRUE(numbers.insert(number).second) << "duplicate number " << number;
+    EXPECT_TRUE(names.insert(info.name).second) << "duplicate name " << info.name;
+    if (!first) {
+      EXPECT_GT(number, previous) << "table must be in numeric order";
+    }
+    previous = number;
+    first = false;
+    EXPECT_GE(info.http_status, 200);
+    EXPECT_LT(info.http_status, 600);
+    EXPECT_FALSE(info.summary.empty());
+    for (char c : info.name) {
+      EXPECT_TRUE((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') << info.name;
+    }
+    EXPECT_EQ(error_code_from_name(info.name), info.code);
+    EXPECT_EQ(&error_code_info(info.code), &info);
+  }
+}
+
+TEST(ErrorCode, StableNamesAndNumbers) {
+  // These appear in logs, JSON error bodies and the worker protocol: they must never change.
+  EXPECT_EQ(error_code_name(ErrorCode::kFileTruncated), "file_truncated");
+  EXPECT_EQ(static_cast<int>(ErrorCode::kFileTruncated), 100);
+  EXPECT_EQ(error_code_name(ErrorCode::kTensorOverlap), "tensor_overlap");
+  EXPECT_EQ(static_cast<int>(ErrorCode::kTensorOverlap), 112);
+  EXPECT_EQ(error_code_info(ErrorCode::kResourceExhausted).http_status, 429);
+  EXPECT_EQ(error_code_info(ErrorCode::kResourceExhausted).retry, Retry::kTransient);
+  EXPECT_EQ(error_code_info(ErrorCode::kInvalidArgument).http_status, 400);
+  EXPECT_FALSE(error_code_from_name("no_such_code").has_value());
+}
+
+TEST(ErrorCode, UnknownNumberMapsToInternal) {
+  EXPECT_EQ(error_code_info(static_cast<ErrorCode>(9999)).code, ErrorCode::kInternal);
+}
+
+}  // namespace
+}  // namespace synapse

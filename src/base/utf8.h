@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+// Strict UTF-8 validation (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace synapse {
+
+// Byte index of the first invalid sequence, or nullopt when `text` is valid UTF-8.
+std::optional<size_t> find_invalid_utf8(std::string_view text);
+
+inline bool is_valid_utf8(std::string_view text) { return !find_invalid_utf8(text).has_value(); }
+
+}  // namespace synapse

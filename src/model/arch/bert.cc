@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// BERT encoders (MiniLM, BGE, E5): token + position + token-type embeddings with LayerNorm,
+// post-LayerNorm blocks, bidirectional attention with biases, GELU feed-forward; optional
+// classification head (cross-encoder rerankers).
+#include "format/gguf/gguf_keys.h"
+#include "model/arch/common.h"
+#include "model/arch/registry.h"
+
+namespace synapse::arch {
+namespace {
+
+using gguf_key::arch_key;
+
+class Bert final : public Architecture {
+ public:
+  std::string_view name() const override { return "bert"; }
+  ModelKind kind() const override { return ModelKind::kEncoder; }
+
+  Status read_hparams(const GgufMetadata& md, HParams& hp) const override {
+    hp.kind = ModelKind::kEncoder;
+    hp.rms_norm = false;
+    hp.rope_layout = RopeLayout::kNone;
+    SYN_RETURN_IF_ERROR(read_common_hparams(md, name(), hp));
+    SYN_ASSIGN_OR_RETURN(hp.norm_eps, md.get_f32(arch_key(name(), gguf_key::kLayerNormEps)));
+    SYN_ASSIGN_OR_RETURN(hp.causal, md.get_bool_or(arch_key(name(), gguf_key::kCausal), false));
+    SYN_ASSIGN_OR_RETURN(const uint32_t pooling,
+                         md.get_u32_or(arch_key(name(), gguf_key::kPoolingType), 0));
+    if (pooling > static_cast<uint32_t>(PoolingType::kRank)) {
+      return Status(ErrorCode::kBadValue, "unknown pooling type " + std::to_string(pooling),
+                    ErrorWhere{.key = arch_key(name(), gguf_key::kPoolingType)});
+    }
+    hp.pooling = static_cast<PoolingType>(pooling);
+    SYN_ASSIGN_OR_RETURN(hp.n_token_types, md.get_u32_or(gguf_key::kTokenizerTokenTypeCount, 2));
+    if (hp.n_token_types == 0 || hp.n_token_types > 1024) {
+      return Status(ErrorCode::kBadValue, "token type count outside 1..1024",
+                    ErrorWhere{.key = std::string(gguf_key::kTokenizerTokenTypeCount)});
+    }
+    return validate_hparams(hp);
+  }
+
+  Status write_hparams(const HParams& hp, GgufWriter& w) const override {
+    SYN_RETURN_IF_ERROR(write_common_hparams(hp, w));
+    SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(name(), gguf_key::kCausal), hp.causal));
+    SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(name(), gguf_key::kPoolingType),
+                                     static_cast<uint32_t>(hp.pooling)));
+    return w.set_scalar(gguf_key::kTokenizerTokenTypeCount, hp.n_token_types);
+  }
+
+  std::vector<TensorSpec> tensors(const HParams& hp) const override {
+    const uint64_t d = hp.n_embd;
+    const uint64_t ff = hp.n_ff;
+    std::vector<TensorSpec> out = {
+        {"token_embd.weight", {d, hp.n_vocab}, TensorRole::kTokenEmbedding},
+        {"token_types.weight", {d, hp.n_token_types}, TensorRole::kTokenTypeEmbedding},
+        {"position_embd.weight", {d, hp.n_ctx_train}, TensorRole::kPositionEmbedding},
+        {"token_embd_norm.weight", {d}, TensorRole::kNorm},
+        {"token_embd_norm.bias", {d}, TensorRole::kBias},
+    };
+    for (uint32_t b = 0; b < hp.n_layer; ++b) {
+      for (const char* proj : {"attn_q", "attn_k", "attn_v"}) {
+        const uint64_t out_dim = std::string_view(proj) == "attn_q" ? hp.q_dim()
+                                 : std::string_view(proj) == "attn_k" ? hp.k_dim()
+                                                                      : hp.v_dim();
+        out.push_back({block_tensor(b, std::string(proj) + ".weight"), {d, out_dim},
+                       TensorRole::kAttention});
+        out.push_back({block_tensor(b, std::string(proj) + ".bias"), {out_dim}, TensorRole::kBias});
+      }
+      out.push_back({block_tensor(b, "attn_output.weight"),
+                     {static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, d}, TensorRole::kAttention});
+      out.push_back({block_tensor(b, "attn_output.bias"), {d}, TensorRole::kBias});
+      out.push_back({block_tensor(b, "attn_output_norm.weight"), {d}, TensorRole::kNorm});
+      out.push_back({block_tensor(b, "attn_output_norm.bias"), {d}, TensorRole::kBias});
+      out.push_back({block_tensor(b, "ffn_up.weight"), {d, ff}, TensorRole::kFeedForward});
+      out.push_back({block_tensor(b, "ffn_up.bias"), {ff}, TensorRole::kBias});
+      out.push_back({block_tensor(b, "ffn_down.weight"), {ff, d}, TensorRole::kFeedForward});
+      out.push_back({block_tensor(b, "ffn_down.bias"), {d}, TensorRole::kBias});
+      out.push_back({block_tensor(b, "layer_output_norm.weight"), {d}, TensorRole::kNorm});
+      out.push_back({block_tensor(b, "layer_output_norm.bias"), {d}, TensorRole::kBias});
+    }
+    // Cross-encoder head: pooler dense layer and the classifier (optional: embedding models lack it).
+    out.push_back({"cls.weight", {d, d}, TensorRole::kHead, false});
+    out.push_back({"cls.bias", {d}, TensorRole::kBias, false});
+    out.push_back({"cls.output.weight", {d, 0}, TensorRole::kHead, false});
+    out.push_back({"cls.output.bias", {0}, TensorRole::kBias, false});
+    return out;
+  }
+
+  HParams synthetic_defaults() const override {
+    HParams hp;
+    hp.arch = std::string(name());
+    hp.kind = ModelKind::kEncoder;
+    hp.rms_norm = false;
+    hp.rope_layout = RopeLayout::kNone;
+    hp.norm_eps = 1e-12f;
+    hp.causal = false;
+    hp.pooling = PoolingType::kMean;
+    hp.n_token_types = 2;
+    return hp;
+  }
+};
+
+}  // namespace
+
+const Architecture& bert_architecture() {
+  static const Bert instance;
+  return instance;
+}
+
+}  // namespace synapse::arch

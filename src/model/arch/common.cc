@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "model/arch/common.h"
+
+#include <cmath>
+
+#include "format/gguf/gguf_keys.h"
+
+namespace synapse::arch {
+namespace {
+
+using gguf_key::arch_key;
+
+// Generous bounds: ten times today's largest models, far below where sizes could overflow.
+constexpr uint32_t kMaxVocab = 1u << 24;
+constexpr uint32_t kMaxContext = 1u << 24;
+constexpr uint32_t kMaxEmbedding = 1u << 20;
+constexpr uint32_t kMaxFeedForward = 1u << 22;
+constexpr uint32_t kMaxBlocks = 1u << 12;
+constexpr uint32_t kMaxHeads = 1u << 12;
+constexpr uint32_t kMaxHeadDim = 1u << 12;
+
+Status bad(std::string_view key_suffix, const HParams& hp, std::string message) {
+  return Status(ErrorCode::kBadValue, std::move(message),
+                ErrorWhere{.key = arch_key(hp.arch, key_suffix)});
+}
+
+Status check_range(std::string_view key_suffix, const HParams& hp, uint64_t value, uint64_t max) {
+  if (value == 0 || value > max) {
+    return bad(key_suffix, hp,
+               "value " + std::to_string(value) + " outside 1.." + std::to_string(max));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+std::string block_tensor(uint32_t block, std::string_view suffix) {
+  std::string name = "blk." + std::to_string(block) + ".";
+  name += suffix;
+  return name;
+}
+
+Status read_common_hparams(const GgufMetadata& md, std::string_view arch, HParams& hp) {
+  hp.arch = std::string(arch);
+  // Converters write <arch>.vocab_size only sometimes; the token list is always there.
+  if (md.contains(arch_key(arch, gguf_key::kVocabSize))) {
+    SYN_ASSIGN_OR_RETURN(hp.n_vocab, md.get_u32(arch_key(arch, gguf_key::kVocabSize)));
+  } else {
+    SYN_ASSIGN_OR_RETURN(const auto tokens, md.get_string_array(gguf_key::kTokenizerTokens));
+    if (tokens.size() > kMaxVocab) {
+      return Status(ErrorCode::kBadValue, "vocabulary larger than " + std::to_string(kMaxVocab),
+                    ErrorWhere{.key = std::string(gguf_key::kTokenizerTokens)});
+    }
+    hp.n_vocab = static_cast<uint32_t>(tokens.size());
+  }
+  SYN_ASSIGN_OR_RETURN(hp.n_ctx_train, md.get_u32(arch_key(arch, gguf_key::kContextLength)));
+  SYN_ASSIGN_OR_RETURN(hp.n_embd, md.get_u32(arch_key(arch, gguf_key::kEmbeddingLength)));
+  SYN_ASSIGN_OR_RETURN(hp.n_ff, md.get_u32(arch_key(arch, gguf_key::kFeedForwardLength)));
+  SYN_ASSIGN_OR_RETURN(hp.n_layer, md.get_u32(arch_key(arch, gguf_key::kBlockCount)));
+  SYN_ASSIGN_OR_RETURN(hp.n_head, md.get_u32(arch_key(arch, gguf_key::kHeadCount)));
+  SYN_ASSIGN_OR_RETURN(hp.n_head_kv,
+                       md.get_u32_or(arch_key(arch, gguf_key::kHeadCountKv), hp.n_head));
+  if (hp.n_head == 0) return bad(gguf_key::kHeadCount, hp, "head count is zero");
+  const uint32_t default_head_dim = hp.n_embd / hp.n_head;
+  SYN_ASSIGN_OR_RETURN(hp.head_dim_k,
+                       md.get_u32_or(arch_key(arch, gguf_key::kKeyLength), default_head_dim));
+  SYN_ASSIGN_OR_RETURN(hp.head_dim_v,
+                       md.get_u32_or(arch_key(arch, gguf_key::kValueLength), hp.head_dim_k));
+  return ok_status();
+}
+
+Status read_rope_hparams(const GgufMetadata& md, std::string_view arch, HParams& hp) {
+  SYN_ASSIGN_OR_RETURN(hp.n_rot,
+                       md.get_u32_or(arch_key(arch, gguf_key::kRopeDimensionCount), hp.head_dim_k));
+  SYN_ASSIGN_OR_RETURN(hp.rope_freq_base,
+                       md.get_f32_or(arch_key(arch, gguf_key::kRopeFreqBase), hp.rope_freq_base));
+  SYN_ASSIGN_OR_RETURN(const std::string_view scaling,
+                       md.get_string_or(arch_key(arch, gguf_key::kRopeScalingType), "none"));
+  if (scaling == "none") {
+    hp.rope_scaling = RopeScaling::kNone;
+  } else if (scaling == "linear") {
+    hp.rope_scaling = RopeScaling::kLinear;
+  } else if (scaling == "yarn") {
+    hp.rope_scaling = RopeScaling::kYarn;
+  } else {
+    return Status(ErrorCode::kUnsupported,
+                  "RoPE scaling type '" + std::string(scaling) + "' is not supported",
+                  ErrorWhere{.key = arch_key(arch, gguf_key::kRopeScalingType)});
+  }
+  SYN_ASSIGN_OR_RETURN(hp.rope_scaling_factor,
+                       md.get_f32_or(arch_key(arch, gguf_key::kRopeScalingFactor), 1.0f));
+  SYN_ASSIGN_OR_RETURN(hp.rope_original_context,
+                       md.get_u32_or(arch_key(arch, gguf_key::kRopeScalingOriginalContext),
+                                     hp.n_ctx_train));
+  return ok_status();
+}
+
+Status validate_hparams(const HParams& hp) {
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kVocabSize, hp, hp.n_vocab, kMaxVocab));
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kContextLength, hp, hp.n_ctx_train, kMaxContext));
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kEmbeddingLength, hp, hp.n_embd, kMaxEmbedding));
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kFeedForwardLength, hp, hp.n_ff, kMaxFeedForward));
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kBlockCount, hp, hp.n_layer, kMaxBlocks));
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kHeadCount, hp, hp.n_head, kMaxHeads));
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kHeadCountKv, hp, hp.n_head_kv, kMaxHeads));
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kKeyLength, hp, hp.head_dim_k, kMaxHeadDim));
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kValueLength, hp, hp.head_dim_v, kMaxHeadDim));
+  if (hp.n_head % hp.n_head_kv != 0) {
+    return bad(gguf_key::kHeadCountKv, hp,
+               std::to_string(hp.n_head) + " heads are not a multiple of " +
+                   std::to_string(hp.n_head_kv) + " KV heads");
+  }
+  if (hp.rope_layout != RopeLayout::kNone) {
+    if (hp.n_rot == 0 || hp.n_rot > hp.head_dim_k || hp.n_rot % 2 != 0) {
+      return bad(gguf_key::kRopeDimensionCount, hp,
+                 "rotary dimensions " + std::to_string(hp.n_rot) +
+                     " must be even and at most the head size " + std::to_string(hp.head_dim_k));
+    }
+    if (!(hp.rope_freq_base > 0.0f) || !std::isfinite(hp.rope_freq_base)) {
+      return bad(gguf_key::kRopeFreqBase, hp, "RoPE base must be positive and finite");
+    }
+    if (!(hp.rope_scaling_factor > 0.0f) || !std::isfinite(hp.rope_scaling_factor)) {
+      return bad(gguf_key::kRopeScalingFactor, hp, "RoPE scaling factor must be positive");
+    }
+  }
+  if (!(hp.norm_eps > 0.0f) || !std::isfinite(hp.norm_eps)) {
+    return bad(hp.rms_norm ? gguf_key::kLayerNormRmsEps : gguf_key::kLayerNormEps, hp,
+               "norm epsilon must be positive and finite");
+  }
+  return ok_status();
+}
+
+Status write_common_hparams(const HParams& hp, GgufWriter& w) {
+  const std::string_view a = hp.arch;
+  SYN_RETURN_IF_ERROR(w.set_string(gguf_key::kArchitecture, hp.arch));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kVocabSize), hp.n_vocab));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kContextLength), hp.n_ctx_train));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kEmbeddingLength), hp.n_embd));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kFeedForwardLength), hp.n_ff));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kBlockCount), hp.n_layer));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kHeadCount), hp.n_head));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kHeadCountKv), hp.n_head_kv));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kKeyLength), hp.head_dim_k));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kValueLength), hp.head_dim_v));
+  return w.set_scalar(arch_key(a, hp.rms_norm ? gguf_key::kLayerNormRmsEps : gguf_key::kLayerNormEps),
+                      hp.norm_eps);
+}
+
+Status write_rope_hparams(const HParams& hp, GgufWriter& w) {
+  const std::string_view a = hp.arch;
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kRopeDimensionCount), hp.n_rot));
+  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kRopeFreqBase), hp.rope_freq_base));
+  if (hp.rope_scaling == RopeScaling::kNone) return ok_status();
+  SYN_RETURN_IF_ERROR(w.set_string(arch_key(a, gguf_key::kRopeScalingType),
+                                   std::string(rope_scaling_name(hp.rope_scaling))));
+  SYN_RETURN_IF_ERROR(
+      w.set_scalar(arch_key(a, gguf_key::kRopeScalingFactor), hp.rope_scaling_factor));
+  return w.set_scalar(arch_key(a, gguf_key::kRopeScalingOriginalContext), hp.rope_original_context);
+}
+
+std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOptions& options) {
+  const uint64_t d = hp.n_embd;
+  std::vector<TensorSpec> out;
+  out.push_back({"token_embd.weight", {d, hp.n_vocab}, TensorRole::kTokenEmbedding});
+  for (uint32_t b = 0; b < hp.n_layer; ++b) {
+    out.push_back({block_tensor(b, "attn_norm.weight"), {d}, TensorRole::kNorm});
+    out.push_back({block_tensor(b, "attn_q.weight"), {d, hp.q_dim()}, TensorRole::kAttention});
+    out.push_back({block_tensor(b, "attn_k.weight"), {d, hp.k_dim()}, TensorRole::kAttention});
+    out.push_back({block_tensor(b, "attn_v.weight"), {d, hp.v_dim()}, TensorRole::kAttention});
+    if (options.qkv_bias || options.optional_biases) {
+      const bool required = options.qkv_bias;
+      out.push_back({block_tensor(b, "attn_q.bias"), {hp.q_dim()}, TensorRole::kBias, required});
+      out.push_back({block_tensor(b, "attn_k.bias"), {hp.k_dim()}, TensorRole::kBias, required});
+      out.push_back({block_tensor(b, "attn_v.bias"), {hp.v_dim()}, TensorRole::kBias, required});
+    }
+    if (options.qk_norm) {
+      out.push_back({block_tensor(b, "attn_q_norm.weight"), {hp.head_dim_k}, TensorRole::kNorm});
+      out.push_back({block_tensor(b, "attn_k_norm.weight"), {hp.head_dim_k}, TensorRole::kNorm});
+    }
+    out.push_back({block_tensor(b, "attn_output.weight"),
+                   {static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, d},
+                   TensorRole::kAttention});
+    if (options.optional_biases) {
+      out.push_back({block_tensor(b, "attn_output.bias"), {d}, TensorRole::kBias, false});
+    }
+    out.push_back({block_tensor(b, "ffn_norm.weight"), {d}, TensorRole::kNorm});
+    out.push_back({block_tensor(b, "ffn_gate.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
+    out.push_back({block_tensor(b, "ffn_up.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
+    out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
+  }
+  out.push_back({"output_norm.weight", {d}, TensorRole::kNorm});
+  out.push_back({"output.weight", {d, hp.n_vocab}, TensorRole::kOutput, /*required=*/false});
+  return out;
+}
+
+}  // namespace synapse::arch

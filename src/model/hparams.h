@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hyper-parameters of a model, read from GGUF metadata by its architecture. Model facts are data:
+// sizes and flags come from here, never from per-size code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace synapse {
+
+enum class ModelKind { kDecoder, kEncoder };
+// How rotary embedding pairs dimensions: (0,1),(2,3),... or (i, i + n_rot/2) as in GPT-NeoX.
+enum class RopeLayout { kNone, kAdjacentPairs, kNeoX };
+enum class RopeScaling { kNone, kLinear, kYarn };
+// llama.cpp's pooling type ids, as stored in <arch>.pooling_type.
+enum class PoolingType : uint32_t { kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
+
+std::string_view rope_layout_name(RopeLayout layout);
+std::string_view rope_scaling_name(RopeScaling scaling);
+std::string_view pooling_type_name(PoolingType pooling);
+
+struct HParams {
+  std::string arch;
+  ModelKind kind = ModelKind::kDecoder;
+  uint32_t n_vocab = 0;
+  uint32_t n_ctx_train = 0;
+  uint32_t n_embd = 0;
+  uint32_t n_ff = 0;
+  uint32_t n_layer = 0;
+  uint32_t n_head = 0;
+  uint32_t n_head_kv = 0;
+  uint32_t head_dim_k = 0;  // per-head key (and query) size
+  uint32_t head_dim_v = 0;  // per-head value size
+  uint32_t n_rot = 0;       // rotary dimensions per head; 0 without RoPE
+  RopeLayout rope_layout = RopeLayout::kNone;
+  float rope_freq_base = 10000.0f;
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  float rope_scaling_factor = 1.0f;
+  uint32_t rope_original_context = 0;
+  bool rms_norm = true;  // RMSNorm (decoders) or LayerNorm (BERT)
+  float norm_eps = 1e-5f;
+  bool causal = true;
+  PoolingType pooling = PoolingType::kNone;
+  uint32_t n_token_types = 0;  // BERT token-type (segment) embeddings
+
+  uint32_t q_dim() const { return n_head * head_dim_k; }
+  uint32_t k_dim() const { return n_head_kv * head_dim_k; }
+  uint32_t v_dim() const { return n_head_kv * head_dim_v; }
+};
+
+}  // namespace synapse

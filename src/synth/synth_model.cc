@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "synth/synth_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "base/progress.h"
+#include "format/gguf/gguf_file.h"
+#include "format/gguf/gguf_keys.h"
+#include "model/arch/architecture.h"
+#include "synth/deterministic_random.h"
+#include "synth/synthetic_vocab.h"
+#include "tensor/half.h"
+
+namespace synapse {
+namespace {
+
+constexpr uint32_t kDefaultBpeVocab = 320;
+constexpr uint32_t kDefaultWordPieceVocab = 160;
+// Output head scale: with a unit-RMS hidden state, logits get a standard deviation of about
+// kLogitSpread, so the top token usually stands clear of the rest (peaked, not uniform).
+constexpr double kLogitSpread = 4.0;
+// Norm scales are 1 + N(0, kNormJitter), as in the reference fixtures.
+constexpr double kNormJitter = 0.1;
+constexpr double kBiasScale = 0.1;
+constexpr double kPositionEmbeddingScale = 0.5;
+
+// llama.cpp's general.file_type for a model whose matrices are mostly `type`.
+uint32_t file_type_for(TensorType type) {
+  switch (type) {
+    case TensorType::kF32: return 0;
+    case TensorType::kF16: return 1;
+    case TensorType::kBF16: return 32;
+    default: return 0;
+  }
+}
+
+struct WeightPlan {
+  TensorSpec spec;
+  TensorType type;
+  double scale;   // standard deviation of the random part
+  double offset;  // added to every element (1 for norm scales)
+};
+
+WeightPlan plan_weight(const TensorSpec& spec, const HParams& hp, const SynthOptions& o) {
+  WeightPlan plan{spec, TensorType::kF32, 0.0, 0.0};
+  const double fan_in = static_cast<double>(spec.shape[0]);
+  switch (spec.role) {
+    case TensorRole::kTokenEmbedding:
+      plan.type = o.type_embedding;
+      plan.scale = kLogitSpread / std::sqrt(static_cast<double>(hp.n_embd));
+      break;
+    case TensorRole::kOutput:
+      plan.type = o.type_output;
+      plan.scale = kLogitSpread / std::sqrt(static_cast<double>(hp.n_embd));
+      break;
+    case TensorRole::kAttention:
+      plan.type = o.type_attention;
+      plan.scale = 1.0 / std::sqrt(fan_in);
+      break;
+    case TensorRole::kFeedForward:
+    case TensorRole::kHead:
+      plan.type = o.type_feed_forward;
+      plan.scale = 1.0 / std::sqrt(fan_in);
+      break;
+    case TensorRole::kPositionEmbedding:
+    case TensorRole::kTokenTypeEmbedding:
+      plan.scale = kPositionEmbeddingScale;
+      break;
+    case TensorRole::kNorm:
+      plan.scale = kNormJitter;
+      plan.offset = 1.0;
+      break;
+    case TensorRole::kBias:
+      plan.scale = kBiasScale;
+      break;
+  }
+  return plan;
+}
+
+Status fill_weight(const WeightPlan& plan, uint64_t seed, std::span<uint8_t> out) {
+  uint64_t count = 1;
+  for (uint64_t d : plan.spec.shape) count *= d;
+  DeterministicRandom random = DeterministicRandom::for_stream(seed, plan.spec.name);
+  std::vector<float> values(count);
+  for (float& v : values) v = static_cast<float>(plan.offset + plan.scale * random.next_bell());
+  switch (plan.type) {
+    case TensorType::kF32:
+      std::memcpy(out.data(), values.data(), count * sizeof(float));
+      return ok_status();
+    case TensorType::kF16:
+    case TensorType::kBF16: {
+      std::vector<uint16_t> halves(count);
+      if (plan.type == TensorType::kF16) {
+        f32_to_f16_row(values, halves);
+      } else {
+        f32_to_bf16_row(values, halves);
+      }
+      std::memcpy(out.data(), halves.data(), count * sizeof(uint16_t));
+      return ok_status();
+    }
+    default:
+      return Status(ErrorCode::kUnsupported,
+                    "synth cannot yet write " + std::string(tensor_type_name(plan.type)) +
+                        " (quantizers arrive with the kernels)",
+                    ErrorWhere{.tensor = plan.spec.name});
+  }
+}
+
+Status check_type(TensorType type, std::string_view option) {
+  if (type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kBF16) {
+    return ok_status();
+  }
+  return Status(ErrorCode::kUnsupported,
+                "synth writes F32, F16 and BF16 so far, not " + std::string(tensor_type_name(type)),
+                ErrorWhere{.field = std::string(option)});
+}
+
+Result<HParams> build_hparams(const Architecture& arch, const SynthOptions& o, uint32_t n_vocab) {
+  HParams hp = arch.synthetic_defaults();
+  hp.n_vocab = n_vocab;
+  hp.n_ctx_train = o.n_ctx;
+  hp.n_embd = o.n_embd;
+  hp.n_ff = o.n_ff;
+  hp.n_layer = o.n_layer;
+  hp.n_head = o.n_head;
+  hp.n_head_kv = arch.kind() == ModelKind::kEncoder ? o.n_head : o.n_head_kv;
+  if (o.n_head == 0) return Status(ErrorCode::kInvalidArgument, "--n-head must be positive");
+  hp.head_dim_k = o.head_dim != 0 ? o.head_dim : o.n_embd / o.n_head;
+  hp.head_dim_v = hp.head_dim_k;
+  if (hp.rope_layout != RopeLayout::kNone) hp.n_rot = hp.head_dim_k;
+  if (o.rope_freq_base) hp.rope_freq_base = *o.rope_freq_base;
+  if (o.norm_eps) hp.norm_eps = *o.norm_eps;
+  if (o.head_dim == 0 && o.n_embd % o.n_head != 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "--n-embd must be a multiple of --n-head (or give --head-dim)");
+  }
+  return hp;
+}
+
+}  // namespace
+
+Status synthesize_model(const SynthOptions& o, const std::string& path) {
+  const Architecture* arch = find_architecture(o.arch);
+  if (arch == nullptr) {
+    return Status(ErrorCode::kUnknownArchitecture, "unknown architecture '" + o.arch + "'",
+                  ErrorWhere{.field = "--arch"});
+  }
+  SYN_RETURN_IF_ERROR(check_type(o.type_embedding, "--type-embd"));
+  SYN_RETURN_IF_ERROR(check_type(o.type_attention, "--type-attn"));
+  SYN_RETURN_IF_ERROR(check_type(o.type_feed_forward, "--type-ffn"));
+  SYN_RETURN_IF_ERROR(check_type(o.type_output, "--type-output"));
+
+  GgufWriter writer;
+  // The vocabulary source must stay mapped until the file is written: its strings are views.
+  std::unique_ptr<GgufFile> vocab_source;
+  uint32_t n_vocab = 0;
+  if (!o.vocab_from.empty()) {
+    SYN_ASSIGN_OR_RETURN(GgufFile source, GgufFile::open(o.vocab_from));
+    vocab_source = std::make_unique<GgufFile>(std::move(source));
+    SYN_ASSIGN_OR_RETURN(const auto tokens,
+                         vocab_source->metadata().get_string_array(gguf_key::kTokenizerTokens));
+    n_vocab = static_cast<uint32_t>(tokens.size());
+    if (o.n_vocab != 0 && o.n_vocab != n_vocab) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "--n-vocab " + std::to_string(o.n_vocab) + " differs from the " +
+                        std::to_string(n_vocab) + " tokens of --vocab-from",
+                    ErrorWhere{.field = "--n-vocab"});
+    }
+  } else {
+    const bool wordpiece = arch->kind() == ModelKind::kEncoder;
+    n_vocab = o.n_vocab != 0 ? o.n_vocab : (wordpiece ? kDefaultWordPieceVocab : kDefaultBpeVocab);
+  }
+
+  SYN_ASSIGN_OR_RETURN(HParams hp, build_hparams(*arch, o, n_vocab));
+  SYN_RETURN_IF_ERROR(arch->write_hparams(hp, writer));
+  SYN_RETURN_IF_ERROR(
+      writer.set_string(gguf_key::kName, o.name.empty() ? "synapse-synth-" + o.arch : o.name));
+  SYN_RETURN_IF_ERROR(writer.set_scalar(gguf_key::kFileType, file_type_for(o.type_attention)));
+  SYN_RETURN_IF_ERROR(writer.set_scalar("synapse.synth.seed", o.seed));
+  SYN_RETURN_IF_ERROR(writer.set_scalar("synapse.synth.version", kSynthGeneratorVersion));
+
+  if (vocab_source) {
+    for (const GgufKeyValue& kv : vocab_source->metadata().entries()) {
+      if (kv.key.starts_with(gguf_key::kTokenizerPrefix)) SYN_RETURN_IF_ERROR(writer.set(kv.key, kv.value));
+    }
+  } else if (arch->kind() == ModelKind::kEncoder) {
+    SYN_ASSIGN_OR_RETURN(const SyntheticVocab vocab, make_wordpiece_vocab(n_vocab));
+    SYN_RETURN_IF_ERROR(write_wordpiece_vocab(vocab, writer));
+  } else {
+    SYN_ASSIGN_OR_RETURN(const SyntheticVocab vocab, make_byte_level_bpe_vocab(n_vocab));
+    SYN_RETURN_IF_ERROR(write_byte_level_bpe_vocab(vocab, writer));
+  }
+
+  // Validate the assembled hyper-parameters the way a reader will.
+  {
+    SYN_ASSIGN_OR_RETURN(const std::vector<uint8_t> header_only, GgufWriter(writer).write_to_buffer());
+    SYN_ASSIGN_OR_RETURN(const GgufFile check, GgufFile::parse(header_only, "<synth>"));
+    HParams reread;
+    SYN_RETURN_IF_ERROR(arch->read_hparams(check.metadata(), reread));
+  }
+
+  const bool default_tied = arch->kind() == ModelKind::kDecoder && o.arch != "llama";
+  const bool tied = o.tied_output.value_or(default_tied);
+  std::vector<WeightPlan> plans;
+  for (const TensorSpec& spec : arch->tensors(hp)) {
+    const bool is_output = spec.role == TensorRole::kOutput;
+    if (!spec.required && !(is_output && !tied)) continue;  // optional tensors are left out
+    plans.push_back(plan_weight(spec, hp, o));
+  }
+  for (const WeightPlan& plan : plans) {
+    const uint64_t seed = o.seed;
+    SYN_RETURN_IF_ERROR(writer.add_tensor(plan.spec.name, plan.type, plan.spec.shape,
+                                          [plan, seed](std::span<uint8_t> out) {
+                                            return fill_weight(plan, seed, out);
+                                          }));
+  }
+  ProgressLine progress("synth " + o.arch, writer.file_size());
+  SYN_RETURN_IF_ERROR(writer.write_file(
+      path, [&progress](uint64_t done, uint64_t /*total*/) { progress.update(done); }));
+  progress.finish();
+  return ok_status();
+}
+
+}  // namespace synapse

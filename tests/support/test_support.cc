@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/support/test_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace synapse::testing {
+
+std::string fixtures_dir() {
+  if (const char* dir = std::getenv("SYNAPSE_FIXTURES"); dir != nullptr && *dir != '\0') return dir;
+  return SYNAPSE_SOURCE_DIR "/../shared/fixtures";
+}
+
+bool running_in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::strcmp(ci, "true") == 0;
+}
+
+std::optional<std::string> find_fixture(const std::string& relative_path) {
+  const std::string path = fixtures_dir() + "/" + relative_path;
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  return std::filesystem::canonical(path).string();
+}
+
+std::string synapse_cli() { return SYNAPSE_CLI_PATH; }
+
+TempDir::TempDir() {
+  std::string pattern = std::filesystem::temp_directory_path().string() + "/synapse-test-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed: " << std::strerror(errno);
+  }
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+CommandResult run_command(const std::string& command) {
+  TempDir dir;
+  const std::string out_path = dir.file("stdout");
+  const std::string err_path = dir.file("stderr");
+  const std::string full = command + " >" + out_path + " 2>" + err_path;
+  const int status = std::system(full.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.stdout_text = read_file_text(out_path);
+  result.stderr_text = read_file_text(err_path);
+  return result;
+}
+
+}  // namespace synapse::testing
