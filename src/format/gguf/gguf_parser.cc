@@ -124,7 +124,13 @@ class GgufParser {
                       "metadata count " + std::to_string(n_kv_) + " exceeds the limit of " +
                           std::to_string(limits_.max_kv));
     }
-    // Both counts are now small enough that these products cannot overflow.
+    // Both counts are now small enough that these products cannot overflow. The metadata count
+    // is checked alone first so that the error points at the count that cannot be right.
+    if (n_kv_ * kMinKeyValueBytes > remaining()) {
+      return error_at(ErrorCode::kFileTruncated, kv_at,
+                      std::to_string(n_kv_) + " key/value pairs cannot fit in the " +
+                          std::to_string(remaining()) + " bytes left");
+    }
     if (n_kv_ * kMinKeyValueBytes + n_tensors_ * kMinTensorInfoBytes > remaining()) {
       return error_at(ErrorCode::kFileTruncated, tensors_at,
                       std::to_string(n_kv_) + " key/value pairs and " + std::to_string(n_tensors_) +
@@ -352,7 +358,8 @@ class GgufParser {
 
     std::vector<size_t> order(out.tensors_.size());
     std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    // Stable: tensors at the same offset are reported in file order, the same on every run.
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return out.tensors_[a].data_offset < out.tensors_[b].data_offset;
     });
     uint64_t previous_end = 0;
@@ -360,6 +367,17 @@ class GgufParser {
     for (size_t index : order) {
       const GgufTensorInfo& t = out.tensors_[index];
       const std::optional<uint64_t> end = checked_add(t.data_offset, t.bytes);
+      // A tensor placed where the layout puts it (the previous end, aligned up) that does not fit
+      // means the file was cut short (an interrupted download): say so rather than blame the
+      // offset. previous_end <= data_size, so aligning it cannot overflow.
+      if (end && *end > data_size &&
+          t.data_offset == *checked_align_up(previous_end, out.alignment_)) {
+        return Status(ErrorCode::kFileTruncated,
+                      "file ends inside the tensor's data [" + std::to_string(t.data_offset) +
+                          ", +" + std::to_string(t.bytes) + ") of the " +
+                          std::to_string(data_size) + "-byte data section",
+                      ErrorWhere{.byte_offset = t.info_file_offset, .tensor = std::string(t.name)});
+      }
       if (!end || *end > data_size) {
         return Status(ErrorCode::kTensorOutOfRange,
                       "data [" + std::to_string(t.data_offset) + ", +" + std::to_string(t.bytes) +

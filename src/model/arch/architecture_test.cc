@@ -62,11 +62,16 @@ TEST(Architecture, TensorListsMatchLlamaCppNames) {
     }
     return nullptr;
   };
-  ASSERT_NE(find("blk.1.attn_q_norm.weight"), nullptr);
-  EXPECT_EQ(find("blk.1.attn_q_norm.weight")->shape, (std::vector<uint64_t>{16}));
-  EXPECT_EQ(find("blk.0.attn_k.weight")->shape, (std::vector<uint64_t>{64, 32}));
-  EXPECT_EQ(find("blk.0.ffn_down.weight")->shape, (std::vector<uint64_t>{96, 64}));
-  EXPECT_FALSE(find("output.weight")->required);
+  auto shape = [&find](std::string_view name) {
+    const TensorSpec* spec = find(name);
+    return spec != nullptr ? spec->shape : std::vector<uint64_t>{};
+  };
+  EXPECT_EQ(shape("blk.1.attn_q_norm.weight"), (std::vector<uint64_t>{16}));
+  EXPECT_EQ(shape("blk.0.attn_k.weight"), (std::vector<uint64_t>{64, 32}));
+  EXPECT_EQ(shape("blk.0.ffn_down.weight"), (std::vector<uint64_t>{96, 64}));
+  const TensorSpec* output = find("output.weight");
+  ASSERT_NE(output, nullptr);
+  EXPECT_FALSE(output->required);
   EXPECT_EQ(find("blk.0.attn_q.bias"), nullptr);
   const Architecture& qwen2 = *find_architecture("qwen2");
   const std::vector<TensorSpec> qwen2_specs = qwen2.tensors(small(qwen2));

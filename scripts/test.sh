@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs what is missing, checks formatting, builds the dev
+# preset (Debug, AddressSanitizer + UndefinedBehaviorSanitizer) and runs every unit, golden and
+# e2e test, then builds the fuzz preset (clang + libFuzzer) and runs each fuzz target for a
+# bounded time. Fixtures come from $SYNAPSE_FIXTURES (default ../shared/fixtures); under
+# CI=true a missing fixture fails the run instead of being skipped.
+#   ./scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/install-deps.sh
+./scripts/check-format.sh
+
+cmake --preset dev >/dev/null
+cmake --build --preset dev
+ctest --preset dev --label-exclude 'slow|fuzz'
+
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz
+ctest --preset fuzz
