@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 #include "format/gguf/gguf_file.h"
 #include "format/gguf/gguf_keys.h"
 #include "model/arch/architecture.h"
@@ -12,6 +14,10 @@ namespace synapse::cli {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+// The double whose shortest decimal form equals the float's (1e-05, not 9.999999747378752e-06), so
+// JSON shows float metadata the way it was written.
+double float_for_json(float value) { return std::stod(fmt::format("{}", value)); }
 
 Json error_json(const Status& status) {
   Json e;
@@ -29,7 +35,7 @@ Json value_json(const GgufValue& value, size_t max_elements) {
   switch (value.type()) {
     case GgufValueType::kString: return std::string(*value.to_string());
     case GgufValueType::kBool: return *value.to_bool();
-    case GgufValueType::kFloat32:
+    case GgufValueType::kFloat32: return float_for_json(static_cast<float>(*value.to_double()));
     case GgufValueType::kFloat64: return *value.to_double();
     case GgufValueType::kArray: {
       Json out;
@@ -61,13 +67,13 @@ Json hparams_json(const HParams& hp) {
   h["head_dim_k"] = hp.head_dim_k;
   h["head_dim_v"] = hp.head_dim_v;
   h["norm"] = hp.rms_norm ? "rms" : "layer";
-  h["norm_eps"] = hp.norm_eps;
+  h["norm_eps"] = float_for_json(hp.norm_eps);
   if (hp.rope_layout != RopeLayout::kNone) {
     h["rope"] = {{"layout", std::string(rope_layout_name(hp.rope_layout))},
                  {"n_rot", hp.n_rot},
-                 {"freq_base", hp.rope_freq_base},
+                 {"freq_base", float_for_json(hp.rope_freq_base)},
                  {"scaling", std::string(rope_scaling_name(hp.rope_scaling))},
-                 {"scaling_factor", hp.rope_scaling_factor},
+                 {"scaling_factor", float_for_json(hp.rope_scaling_factor)},
                  {"original_context", hp.rope_original_context}};
   }
   h["causal"] = hp.causal;
