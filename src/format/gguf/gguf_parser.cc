@@ -374,8 +374,8 @@ class GgufParser {
           t.data_offset == *checked_align_up(previous_end, out.alignment_)) {
         return Status(ErrorCode::kFileTruncated,
                       "file ends inside the tensor's data [" + std::to_string(t.data_offset) +
-                          ", +" + std::to_string(t.bytes) + ") of the " +
-                          std::to_string(data_size) + "-byte data section",
+                          ", +" + std::to_string(t.bytes) + "): the data section has only " +
+                          std::to_string(data_size) + " bytes",
                       ErrorWhere{.byte_offset = t.info_file_offset, .tensor = std::string(t.name)});
       }
       if (!end || *end > data_size) {

@@ -114,6 +114,11 @@ TEST(GgufRoundTrip, MetadataAndTensorsSurvive) {
   EXPECT_EQ(nested->arrays()[1].element(0).to_string(), "x");
   EXPECT_EQ(nested->arrays()[2].arrays()[0].array_size(), 0u);
 
+  // serialized_bytes() accounts for every metadata byte: key length + key + type tag + value.
+  uint64_t metadata_bytes = 0;
+  for (const GgufKeyValue& kv : md.entries()) metadata_bytes += 8 + kv.key.size() + 4 + kv.value.serialized_bytes();
+  EXPECT_EQ(metadata_bytes, file->layout().metadata_bytes);
+
   ASSERT_EQ(file->tensors().size(), 6u);
   for (size_t i = 0; i < file->tensors().size(); ++i) {
     const GgufTensorInfo& t = file->tensors()[i];

@@ -266,7 +266,7 @@ uint64_t GgufValue::serialized_bytes() const {
           for (std::string_view s : array_->strings) total += 8 + s.size();
           break;
         case GgufValueType::kArray:
-          for (const GgufValue& a : array_->arrays) total += 4 + a.serialized_bytes();
+          for (const GgufValue& a : array_->arrays) total += a.serialized_bytes();  // no type tag
           break;
         default: total += array_->raw.size(); break;
       }

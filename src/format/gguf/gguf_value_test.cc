@@ -61,8 +61,8 @@ TEST(GgufValue, Arrays) {
   const GgufValue nested = GgufValue::array_of_arrays({ints, strings});
   EXPECT_EQ(nested.element_type(), GgufValueType::kArray);
   EXPECT_EQ(nested.arrays()[1].element(0).to_string(), "a");
-  EXPECT_EQ(nested.serialized_bytes(), 4u + 8u + (4u + ints.serialized_bytes()) +
-                                           (4u + strings.serialized_bytes()));
+  // Inner arrays carry their element type and count but no type tag of their own.
+  EXPECT_EQ(nested.serialized_bytes(), 4u + 8u + ints.serialized_bytes() + strings.serialized_bytes());
   EXPECT_EQ(GgufValue::array(std::vector<bool>{true, false}).element(0).to_bool(), true);
 }
 
