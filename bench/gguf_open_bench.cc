@@ -56,7 +56,8 @@ const std::string& model_path(bool real_vocabulary) {
   } else {
     o.n_vocab = 320;
   }
-  path = dir + (real_vocabulary ? "/qwen2-shape-real-vocab.gguf" : "/qwen2-shape-synthetic-vocab.gguf");
+  path = dir +
+         (real_vocabulary ? "/qwen2-shape-real-vocab.gguf" : "/qwen2-shape-synthetic-vocab.gguf");
   std::fprintf(stderr, "writing %s ...\n", path.c_str());
   const Status status = synthesize_model(o, path);
   if (!status.ok()) {
@@ -77,10 +78,11 @@ double data_pages_resident_after_cold_open(const std::string& path) {
   const long page = ::sysconf(_SC_PAGESIZE);
   const auto* base = file->file_bytes().data();
   const size_t size = file->file_bytes().size();
-  std::vector<unsigned char> resident((size + static_cast<size_t>(page) - 1) / static_cast<size_t>(page));
+  std::vector<unsigned char> resident((size + static_cast<size_t>(page) - 1) /
+                                      static_cast<size_t>(page));
   if (::mincore(const_cast<uint8_t*>(base), size, resident.data()) != 0) return -1;
-  const size_t first_data_page = (file->data_section_offset() + static_cast<size_t>(page) - 1) /
-                                 static_cast<size_t>(page);
+  const size_t first_data_page =
+      (file->data_section_offset() + static_cast<size_t>(page) - 1) / static_cast<size_t>(page);
   size_t count = 0;
   for (size_t i = first_data_page; i < resident.size(); ++i) count += resident[i] & 1u;
   return static_cast<double>(count);
@@ -90,7 +92,8 @@ void BM_OpenAndValidate(benchmark::State& state) {
   const bool real_vocabulary = state.range(0) != 0;
   const std::string& path = model_path(real_vocabulary);
   if (path.empty()) {
-    state.SkipWithError("fixture tokenizer/vocab/qwen2-vocab.gguf not found (set SYNAPSE_FIXTURES)");
+    state.SkipWithError(
+        "fixture tokenizer/vocab/qwen2-vocab.gguf not found (set SYNAPSE_FIXTURES)");
     return;
   }
   const double resident = data_pages_resident_after_cold_open(path);

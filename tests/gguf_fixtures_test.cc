@@ -33,7 +33,9 @@ std::vector<Json> golden_entries() {
   return out;
 }
 
-std::vector<uint64_t> shape_of(const GgufTensorInfo& t) { return {t.shape().begin(), t.shape().end()}; }
+std::vector<uint64_t> shape_of(const GgufTensorInfo& t) {
+  return {t.shape().begin(), t.shape().end()};
+}
 
 TEST(GgufFixtures, Stories260KConcreteValues) {
   SYN_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
@@ -83,7 +85,8 @@ TEST(GgufFixtures, EveryFileMatchesItsGoldenLine) {
     EXPECT_EQ(file.layout().tensor_data_bytes, e["tensor_data_bytes"].get<uint64_t>());
     EXPECT_LE(file.parsed_bytes(), file.data_section_offset()) << "validation read tensor data";
     if (e.contains("vocab_tokens")) {
-      EXPECT_EQ(md.get_string_array(gguf_key::kTokenizerTokens)->size(), e["vocab_tokens"].get<size_t>());
+      EXPECT_EQ(md.get_string_array(gguf_key::kTokenizerTokens)->size(),
+                e["vocab_tokens"].get<size_t>());
       EXPECT_EQ(*md.get_string(gguf_key::kTokenizerModel), e["tokenizer_model"].get<std::string>());
     }
     const std::string arch = e["architecture"];
@@ -102,8 +105,8 @@ TEST(GgufFixtures, EveryFileMatchesItsGoldenLine) {
     for (const char* which : {"first_tensor", "last_tensor"}) {
       if (!e.contains(which)) continue;
       const Json& t = e[which];
-      const GgufTensorInfo& info = std::string(which) == "first_tensor" ? file.tensors().front()
-                                                                        : file.tensors().back();
+      const GgufTensorInfo& info =
+          std::string(which) == "first_tensor" ? file.tensors().front() : file.tensors().back();
       EXPECT_EQ(info.name, t["name"].get<std::string>());
       EXPECT_EQ(tensor_type_name(info.type), t["type"].get<std::string>());
       EXPECT_EQ(shape_of(info), t["shape"].get<std::vector<uint64_t>>());
@@ -124,10 +127,12 @@ TEST(GgufFixtures, TensorTablesMatchTheReferenceJson) {
   SYN_REQUIRE_FIXTURE(anchor, "models/stories260K.gguf");
   size_t checked_files = 0;
   for (const std::string folder : {"reference/logits", "reference/embeddings"}) {
-    for (const auto& entry : std::filesystem::directory_iterator(testing::fixtures_dir() + "/" + folder)) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(testing::fixtures_dir() + "/" + folder)) {
       const std::string path = entry.path().string();
       if (!path.ends_with(".tensors.json")) continue;
-      const std::string gguf = path.substr(0, path.size() - std::string(".tensors.json").size()) + ".gguf";
+      const std::string gguf =
+          path.substr(0, path.size() - std::string(".tensors.json").size()) + ".gguf";
       if (!std::filesystem::exists(gguf)) continue;
       SCOPED_TRACE(gguf);
       const Json expected = Json::parse(testing::read_file_text(path));

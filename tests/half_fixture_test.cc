@@ -30,7 +30,8 @@ TEST(HalfFixture, MatchesLlamaCppBitForBit) {
   SYN_REQUIRE_FIXTURE(expected_path, "reference/quant/quant_formats_expected.gguf");
   const GgufFile quant = *GgufFile::open(quant_path);
   const GgufFile expected = *GgufFile::open(expected_path);
-  const std::vector<float> source = as_floats(expected.tensor_data(*expected.find_tensor("source")));
+  const std::vector<float> source =
+      as_floats(expected.tensor_data(*expected.find_tensor("source")));
   ASSERT_EQ(source.size(), 512u * 16);
 
   struct Format {
@@ -38,10 +39,12 @@ TEST(HalfFixture, MatchesLlamaCppBitForBit) {
     uint16_t (*encode)(float);
     float (*decode)(uint16_t);
   };
-  for (const Format& f : {Format{"w.f16", f32_to_f16, f16_to_f32}, Format{"w.bf16", f32_to_bf16, bf16_to_f32}}) {
+  for (const Format& f :
+       {Format{"w.f16", f32_to_f16, f16_to_f32}, Format{"w.bf16", f32_to_bf16, bf16_to_f32}}) {
     SCOPED_TRACE(f.name);
     const std::vector<uint16_t> stored = as_halves(quant.tensor_data(*quant.find_tensor(f.name)));
-    const std::vector<float> decoded = as_floats(expected.tensor_data(*expected.find_tensor(f.name)));
+    const std::vector<float> decoded =
+        as_floats(expected.tensor_data(*expected.find_tensor(f.name)));
     ASSERT_EQ(stored.size(), source.size());
     size_t encode_mismatches = 0, decode_mismatches = 0;
     for (size_t i = 0; i < source.size(); ++i) {

@@ -87,8 +87,8 @@ void detect_cores(CpuInfo& info) {
   std::set<std::string> cores;
   for (size_t cpu = 0; cpu < static_cast<size_t>(CPU_SETSIZE); ++cpu) {
     if (!CPU_ISSET(cpu, &set)) continue;
-    const std::string siblings = read_first_line("/sys/devices/system/cpu/cpu" +
-                                                 std::to_string(cpu) + "/topology/thread_siblings_list");
+    const std::string siblings = read_first_line(
+        "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list");
     cores.insert(siblings.empty() ? std::to_string(cpu) : siblings);
   }
   info.physical_cores = cores.empty() ? info.logical_cores : static_cast<int>(cores.size());
@@ -163,8 +163,8 @@ CpuInfo CpuInfo::detect() {
     const CpuidRegs r1 = cpuid(1);
     const bool osxsave = bit(r1.ecx, 27);
     const uint64_t xcr0 = osxsave ? read_xcr0() : 0;
-    const bool os_avx = (xcr0 & 0x6) == 0x6;        // XMM and YMM state
-    const bool os_avx512 = (xcr0 & 0xE6) == 0xE6;   // plus opmask, ZMM_Hi256, Hi16_ZMM
+    const bool os_avx = (xcr0 & 0x6) == 0x6;       // XMM and YMM state
+    const bool os_avx512 = (xcr0 & 0xE6) == 0xE6;  // plus opmask, ZMM_Hi256, Hi16_ZMM
     f.sse42 = bit(r1.ecx, 20);
     f.avx = os_avx && bit(r1.ecx, 28);
     f.fma = f.avx && bit(r1.ecx, 12);

@@ -35,8 +35,8 @@ struct CpuInfo {
   std::string vendor;  // "GenuineIntel", "AuthenticAMD", ...
   std::string model;   // brand string, trimmed
   CpuFeatures features;
-  int logical_cores = 1;   // usable by this process (affinity mask)
-  int physical_cores = 1;  // distinct cores among them
+  int logical_cores = 1;       // usable by this process (affinity mask)
+  int physical_cores = 1;      // distinct cores among them
   size_t l1d_cache_bytes = 0;  // 0 when unknown
   size_t l2_cache_bytes = 0;
   size_t l3_cache_bytes = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one taxonomy of stable error codes. Each code has a stable name and number, says whether a
-// retry can succeed (transient) or not (permanent), and names the HTTP status the service maps it to.
+// retry can succeed (transient) or not (permanent), and names the HTTP status the service maps it
+// to.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +57,7 @@ struct ErrorCodeInfo {
   ErrorCode code;
   std::string_view name;  // stable snake_case identifier, e.g. "file_truncated"
   Retry retry;
-  int http_status;        // what the service answers for this code
+  int http_status;  // what the service answers for this code
   std::string_view summary;
 };
 

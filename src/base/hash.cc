@@ -78,7 +78,8 @@ Sha256Hasher::Sha256Hasher() : state_(std::make_unique<State>()) {
 Sha256Hasher::~Sha256Hasher() { EVP_MD_CTX_free(state_->ctx); }
 
 void Sha256Hasher::update(std::span<const uint8_t> bytes) {
-  SYN_CHECK(EVP_DigestUpdate(state_->ctx, bytes.data(), bytes.size()) == 1, "SHA-256 update failed");
+  SYN_CHECK(EVP_DigestUpdate(state_->ctx, bytes.data(), bytes.size()) == 1,
+            "SHA-256 update failed");
 }
 
 Sha256Digest Sha256Hasher::finish() {
@@ -103,7 +104,8 @@ Result<Sha256Digest> sha256_file(const std::string& path) {
   }
   const bool failed = std::ferror(file) != 0;
   std::fclose(file);
-  if (failed) return Status(ErrorCode::kIoError, "read error while hashing", ErrorWhere{.path = path});
+  if (failed)
+    return Status(ErrorCode::kIoError, "read error while hashing", ErrorWhere{.path = path});
   return hasher.finish();
 }
 

@@ -46,11 +46,20 @@ LogLevel log_level() { return current_level().load(std::memory_order_relaxed); }
 
 void log_message(LogLevel level, std::string_view message) {
   switch (level) {
-    case LogLevel::kDebug: logger().debug("{}", message); break;
-    case LogLevel::kInfo: logger().info("{}", message); break;
-    case LogLevel::kWarn: logger().warn("{}", message); break;
-    case LogLevel::kError: logger().error("{}", message); break;
-    case LogLevel::kOff: break;
+    case LogLevel::kDebug:
+      logger().debug("{}", message);
+      break;
+    case LogLevel::kInfo:
+      logger().info("{}", message);
+      break;
+    case LogLevel::kWarn:
+      logger().warn("{}", message);
+      break;
+    case LogLevel::kError:
+      logger().error("{}", message);
+      break;
+    case LogLevel::kOff:
+      break;
   }
 }
 

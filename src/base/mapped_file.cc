@@ -97,11 +97,21 @@ void MappedFile::advise(AccessHint hint, size_t offset, size_t length) const {
   const size_t end = offset + std::min(length, size_ - offset);
   int advice = MADV_NORMAL;
   switch (hint) {
-    case AccessHint::kNormal: advice = MADV_NORMAL; break;
-    case AccessHint::kSequential: advice = MADV_SEQUENTIAL; break;
-    case AccessHint::kRandom: advice = MADV_RANDOM; break;
-    case AccessHint::kWillNeed: advice = MADV_WILLNEED; break;
-    case AccessHint::kDontNeed: advice = MADV_DONTNEED; break;
+    case AccessHint::kNormal:
+      advice = MADV_NORMAL;
+      break;
+    case AccessHint::kSequential:
+      advice = MADV_SEQUENTIAL;
+      break;
+    case AccessHint::kRandom:
+      advice = MADV_RANDOM;
+      break;
+    case AccessHint::kWillNeed:
+      advice = MADV_WILLNEED;
+      break;
+    case AccessHint::kDontNeed:
+      advice = MADV_DONTNEED;
+      break;
   }
   ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, advice);
 }

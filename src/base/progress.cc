@@ -31,7 +31,8 @@ void ProgressLine::update(uint64_t done) {
 void ProgressLine::draw(uint64_t done) {
   const double fraction =
       total_ == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total_);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   constexpr int kWidth = 30;
   const int filled = static_cast<int>(fraction * kWidth);
   std::string bar(static_cast<size_t>(filled), '#');

@@ -17,11 +17,11 @@ namespace synapse {
 
 // Where an error was found. Every field is optional; fill what is known.
 struct ErrorWhere {
-  std::string path;                    // file the error is about
+  std::string path;                     // file the error is about
   std::optional<uint64_t> byte_offset;  // offset in that file
-  std::string key;                     // metadata key
-  std::string tensor;                  // tensor name
-  std::string field;                   // request field, CLI option, ...
+  std::string key;                      // metadata key
+  std::string tensor;                   // tensor name
+  std::string field;                    // request field, CLI option, ...
 
   bool empty() const {
     return path.empty() && !byte_offset && key.empty() && tensor.empty() && field.empty();
@@ -72,7 +72,7 @@ inline Status ok_status() { return Status(); }
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : value_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : value_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     SYN_CHECK(!std::get<Status>(value_).ok(), "Result constructed from an OK status");
   }
@@ -105,16 +105,16 @@ class [[nodiscard]] Result {
 #define SYN_CONCAT_(a, b) SYN_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function when `expr` (a Status) is not OK.
-#define SYN_RETURN_IF_ERROR(expr)                      \
-  do {                                                 \
-    ::synapse::Status syn_status_ = (expr);            \
-    if (!syn_status_.ok()) return syn_status_;         \
+#define SYN_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::synapse::Status syn_status_ = (expr);    \
+    if (!syn_status_.ok()) return syn_status_; \
   } while (false)
 
 // `SYN_ASSIGN_OR_RETURN(auto x, f());` binds the value of a Result or returns its Status.
 #define SYN_ASSIGN_OR_RETURN(lhs, expr) \
   SYN_ASSIGN_OR_RETURN_IMPL_(SYN_CONCAT_(syn_result_, __LINE__), lhs, expr)
-#define SYN_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
-  auto tmp = (expr);                               \
+#define SYN_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)    \
+  auto tmp = (expr);                                  \
   if (!tmp.ok()) return std::move(tmp).take_status(); \
   lhs = std::move(tmp).value()

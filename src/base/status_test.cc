@@ -7,7 +7,8 @@ namespace synapse {
 namespace {
 
 Result<int> parse_positive(int value) {
-  if (value <= 0) return Status(ErrorCode::kInvalidArgument, "not positive", ErrorWhere{.field = "n"});
+  if (value <= 0)
+    return Status(ErrorCode::kInvalidArgument, "not positive", ErrorWhere{.field = "n"});
   return value;
 }
 
@@ -56,7 +57,8 @@ TEST(Status, CopiesAreIndependent) {
 }
 
 TEST(Status, WithKeepsInnermostLocation) {
-  Status s = Status(ErrorCode::kBadShape, "bad", ErrorWhere{.tensor = "inner"}).with_tensor("outer");
+  Status s =
+      Status(ErrorCode::kBadShape, "bad", ErrorWhere{.tensor = "inner"}).with_tensor("outer");
   EXPECT_EQ(s.where().tensor, "inner");
   s = std::move(s).with_path("file.gguf");
   EXPECT_EQ(s.where().path, "file.gguf");

@@ -27,7 +27,8 @@ struct Check {
 
 std::string gib(uint64_t bytes) {
   char text[32];
-  std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  std::snprintf(text, sizeof(text), "%.1f GiB",
+                static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
   return text;
 }
 
@@ -45,8 +46,9 @@ Check check_cpu(const CpuInfo& cpu) {
 
 Check check_memory(const CpuInfo& cpu) {
   const bool ok = cpu.memory_total_bytes > 0;
-  return {"memory", ok,
-          gib(cpu.memory_total_bytes) + " total, " + gib(cpu.memory_available_bytes) + " available"};
+  return {
+      "memory", ok,
+      gib(cpu.memory_total_bytes) + " total, " + gib(cpu.memory_available_bytes) + " available"};
 }
 
 Check check_state_directory(std::string& directory) {
@@ -105,7 +107,8 @@ Check check_sqlite(const std::string& directory) {
   std::filesystem::remove(path);
   std::filesystem::remove(path + "-wal");
   std::filesystem::remove(path + "-shm");
-  return {"sqlite", true, std::string("SQLite ") + sqlite3_libversion() + ": write, reopen, read ok"};
+  return {"sqlite", true,
+          std::string("SQLite ") + sqlite3_libversion() + ": write, reopen, read ok"};
 }
 
 }  // namespace
@@ -135,7 +138,8 @@ void add_doctor_command(CLI::App& app, int& exit_code) {
       out["version"] = std::string(b.version);
       out["git_commit"] = std::string(b.git_commit);
       Json list = Json::array();
-      for (const Check& c : checks) list.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+      for (const Check& c : checks)
+        list.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
       out["checks"] = list;
       std::printf("%s\n", out.dump(2).c_str());
     } else {

@@ -16,8 +16,9 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Validate a GGUF file and show its architecture, hyper-parameters, tokenizer, "
-                 "tensors and byte layout");
+      "inspect",
+      "Validate a GGUF file and show its architecture, hyper-parameters, tokenizer, "
+      "tensors and byte layout");
   cmd->add_option("file", options->path, "GGUF model file")->required();
   cmd->add_flag("--json", options->json, "Print one JSON object instead of text");
   cmd->add_flag("--all-tensors", options->all_tensors, "List every tensor (text output)");
@@ -27,8 +28,9 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->callback([options, &exit_code] {
     const auto report = build_inspect_report(options->path, options->array_elements);
     if (options->json) {
-      std::printf("%s\n",
-                  report.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+      std::printf(
+          "%s\n",
+          report.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
     } else {
       std::fputs(render_inspect_text(report, options->all_tensors).c_str(), stdout);
     }

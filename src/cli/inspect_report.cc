@@ -33,10 +33,14 @@ Json error_json(const Status& status) {
 
 Json value_json(const GgufValue& value, size_t max_elements) {
   switch (value.type()) {
-    case GgufValueType::kString: return std::string(*value.to_string());
-    case GgufValueType::kBool: return *value.to_bool();
-    case GgufValueType::kFloat32: return float_for_json(static_cast<float>(*value.to_double()));
-    case GgufValueType::kFloat64: return *value.to_double();
+    case GgufValueType::kString:
+      return std::string(*value.to_string());
+    case GgufValueType::kBool:
+      return *value.to_bool();
+    case GgufValueType::kFloat32:
+      return float_for_json(static_cast<float>(*value.to_double()));
+    case GgufValueType::kFloat64:
+      return *value.to_double();
     case GgufValueType::kArray: {
       Json out;
       out["element_type"] = std::string(gguf_value_type_name(value.element_type()));
@@ -141,10 +145,11 @@ void add_model_check(const GgufFile& file, Json& report) {
   const Architecture* arch = arch_name.ok() ? find_architecture(*arch_name) : nullptr;
   report["supported"] = arch != nullptr;
   if (arch == nullptr) {
-    report["model_check"] = {{"ok", false},
-                             {"summary", arch_name.ok() ? "architecture '" + std::string(*arch_name) +
-                                                              "' is not supported by this build"
-                                                        : "no general.architecture key"}};
+    report["model_check"] = {
+        {"ok", false},
+        {"summary", arch_name.ok() ? "architecture '" + std::string(*arch_name) +
+                                         "' is not supported by this build"
+                                   : "no general.architecture key"}};
     return;
   }
   HParams hp;
@@ -158,15 +163,16 @@ void add_model_check(const GgufFile& file, Json& report) {
   }
   report["hparams"] = hparams_json(hp);
   if (file.tensors().empty()) {
-    report["model_check"] = {{"ok", false}, {"summary", "vocabulary only: the file has no tensors"}};
+    report["model_check"] = {{"ok", false},
+                             {"summary", "vocabulary only: the file has no tensors"}};
     return;
   }
   const TensorCheckReport check = check_model_tensors(*arch, hp, file);
   Json problems = Json::array();
   for (const Status& p : check.problems) problems.push_back(error_json(p));
-  std::string summary = fmt::format("{} model, {}/{} required tensors, {} optional{}",
-                                    arch->name(), check.present_required, check.expected_required,
-                                    check.present_optional, check.tied_output ? ", tied output" : "");
+  std::string summary = fmt::format(
+      "{} model, {}/{} required tensors, {} optional{}", arch->name(), check.present_required,
+      check.expected_required, check.present_optional, check.tied_output ? ", tied output" : "");
   if (!check.ok()) summary += fmt::format(", {} problem(s)", check.problems.size());
   if (!check.unknown.empty()) summary += fmt::format(", {} unused tensor(s)", check.unknown.size());
   report["model_check"] = {{"ok", check.ok()},

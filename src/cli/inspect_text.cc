@@ -26,7 +26,8 @@ std::string shorten(std::string text, size_t max_bytes) {
 std::string special(const Json& token) {
   if (token.is_null()) return "-";
   std::string out = std::to_string(token["id"].get<uint64_t>());
-  if (token.contains("text")) out += " " + Json(token["text"]).dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (token.contains("text"))
+    out += " " + Json(token["text"]).dump(-1, ' ', false, Json::error_handler_t::replace);
   return out;
 }
 
@@ -40,12 +41,14 @@ std::string metadata_value_text(const Json& entry) {
   const Json& value = entry["value"];
   if (entry["type"] == "array") {
     std::string head;
-    for (const Json& item : value["head"]) head += (head.empty() ? "" : ", ") + shorten(json_text(item), 24);
+    for (const Json& item : value["head"])
+      head += (head.empty() ? "" : ", ") + shorten(json_text(item), 24);
     const uint64_t count = value["count"].get<uint64_t>();
     if (count > value["head"].size()) head += ", ...";
     return fmt::format("[{}] ({} x {})", head, count, value["element_type"].get<std::string>());
   }
-  if (value.is_string()) return shorten(Json(value).dump(-1, ' ', false, Json::error_handler_t::replace), 100);
+  if (value.is_string())
+    return shorten(Json(value).dump(-1, ' ', false, Json::error_handler_t::replace), 100);
   return json_text(value);
 }
 
@@ -58,7 +61,8 @@ std::string render_inspect_text(const Json& r, bool show_all_tensors) {
   if (!r["valid"].get<bool>()) {
     const Json& e = r["error"];
     std::string where;
-    if (e.contains("byte_offset")) where += fmt::format(" at byte {}", e["byte_offset"].get<uint64_t>());
+    if (e.contains("byte_offset"))
+      where += fmt::format(" at byte {}", e["byte_offset"].get<uint64_t>());
     if (e.contains("key")) where += fmt::format(", key '{}'", e["key"].get<std::string>());
     if (e.contains("tensor")) where += fmt::format(", tensor '{}'", e["tensor"].get<std::string>());
     line(fmt::format("verdict       INVALID: {}: {}{}", e["code"].get<std::string>(),
@@ -75,14 +79,16 @@ std::string render_inspect_text(const Json& r, bool show_all_tensors) {
     line(fmt::format("  problem     {}: {} ({})", problem["code"].get<std::string>(),
                      problem["message"].get<std::string>(), problem.value("tensor", "")));
   }
-  line(fmt::format("architecture  {}   name {}", json_text(r["architecture"]), json_text(r["name"])));
+  line(fmt::format("architecture  {}   name {}", json_text(r["architecture"]),
+                   json_text(r["name"])));
 
   if (r.contains("hparams") && !r["hparams"].is_null()) {
     const Json& h = r["hparams"];
     line("hyper-parameters");
     line(fmt::format("  {} | vocab {} | context {} | embedding {} | feed-forward {} | blocks {}",
-                     h["kind"].get<std::string>(), json_text(h["n_vocab"]), json_text(h["n_ctx_train"]),
-                     json_text(h["n_embd"]), json_text(h["n_ff"]), json_text(h["n_layer"])));
+                     h["kind"].get<std::string>(), json_text(h["n_vocab"]),
+                     json_text(h["n_ctx_train"]), json_text(h["n_embd"]), json_text(h["n_ff"]),
+                     json_text(h["n_layer"])));
     line(fmt::format("  heads {} (KV {}) | head size k {} v {} | norm {} eps {}",
                      json_text(h["n_head"]), json_text(h["n_head_kv"]), json_text(h["head_dim_k"]),
                      json_text(h["head_dim_v"]), json_text(h["norm"]), json_text(h["norm_eps"])));
@@ -105,16 +111,18 @@ std::string render_inspect_text(const Json& r, bool show_all_tensors) {
                      json_text(t["merges"]), t["has_scores"].get<bool>() ? "yes" : "no",
                      t["chat_template"].get<bool>() ? "yes" : "no"));
     line(fmt::format("  bos {} | eos {} | unk {} | pad {} | add_bos {}", special(t["bos"]),
-                     special(t["eos"]), special(t["unk"]), special(t["pad"]), json_text(t["add_bos"])));
+                     special(t["eos"]), special(t["unk"]), special(t["pad"]),
+                     json_text(t["add_bos"])));
   }
   line(fmt::format("parameters    {}", r["parameters"].get<uint64_t>()));
-  line(fmt::format("bytes         header {} + metadata {} + tensor infos {} + padding {} + tensor data {} "
-                   "+ tensor padding {} + trailing {}",
-                   layout["header_bytes"].get<uint64_t>(), layout["metadata_bytes"].get<uint64_t>(),
-                   layout["tensor_info_bytes"].get<uint64_t>(),
-                   layout["alignment_padding_bytes"].get<uint64_t>(),
-                   layout["tensor_data_bytes"].get<uint64_t>(), layout["tensor_padding_bytes"].get<uint64_t>(),
-                   layout["trailing_bytes"].get<uint64_t>()));
+  line(fmt::format(
+      "bytes         header {} + metadata {} + tensor infos {} + padding {} + tensor data {} "
+      "+ tensor padding {} + trailing {}",
+      layout["header_bytes"].get<uint64_t>(), layout["metadata_bytes"].get<uint64_t>(),
+      layout["tensor_info_bytes"].get<uint64_t>(),
+      layout["alignment_padding_bytes"].get<uint64_t>(),
+      layout["tensor_data_bytes"].get<uint64_t>(), layout["tensor_padding_bytes"].get<uint64_t>(),
+      layout["trailing_bytes"].get<uint64_t>()));
 
   line(fmt::format("metadata      {} keys", r["metadata"].size()));
   for (const Json& entry : r["metadata"]) {
@@ -125,14 +133,17 @@ std::string render_inspect_text(const Json& r, bool show_all_tensors) {
   line(fmt::format("tensors       {}", tensors.size()));
   constexpr size_t kShownTensors = 40;
   const size_t shown = show_all_tensors ? tensors.size() : std::min(tensors.size(), kShownTensors);
-  if (shown > 0) line(fmt::format("  {:<40} {:<8} {:<20} {:>14} {:>14}", "name", "type", "shape", "bytes", "offset"));
+  if (shown > 0)
+    line(fmt::format("  {:<40} {:<8} {:<20} {:>14} {:>14}", "name", "type", "shape", "bytes",
+                     "offset"));
   for (size_t i = 0; i < shown; ++i) {
     const Json& t = tensors[i];
     line(fmt::format("  {:<40} {:<8} {:<20} {:>14} {:>14}", t["name"].get<std::string>(),
-                     t["type"].get<std::string>(), shape_text(t["shape"]), t["bytes"].get<uint64_t>(),
-                     t["offset"].get<uint64_t>()));
+                     t["type"].get<std::string>(), shape_text(t["shape"]),
+                     t["bytes"].get<uint64_t>(), t["offset"].get<uint64_t>()));
   }
-  if (shown < tensors.size()) line(fmt::format("  ... {} more (--all-tensors)", tensors.size() - shown));
+  if (shown < tensors.size())
+    line(fmt::format("  ... {} more (--all-tensors)", tensors.size() - shown));
   return out;
 }
 

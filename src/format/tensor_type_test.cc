@@ -27,17 +27,22 @@ TEST(TensorType, BlockLayoutsMatchGgml) {
   };
   // Bytes per block from ggml-common.h's block structs.
   const Expect expected[] = {
-      {TensorType::kF32, 1, 4},       {TensorType::kF16, 1, 2},       {TensorType::kBF16, 1, 2},
-      {TensorType::kQ4_0, 32, 18},    {TensorType::kQ4_1, 32, 20},    {TensorType::kQ5_0, 32, 22},
-      {TensorType::kQ5_1, 32, 24},    {TensorType::kQ8_0, 32, 34},    {TensorType::kQ8_1, 32, 36},
-      {TensorType::kQ2_K, 256, 84},   {TensorType::kQ3_K, 256, 110},  {TensorType::kQ4_K, 256, 144},
-      {TensorType::kQ5_K, 256, 176},  {TensorType::kQ6_K, 256, 210},  {TensorType::kQ8_K, 256, 292},
-      {TensorType::kIQ2_XXS, 256, 66}, {TensorType::kIQ2_XS, 256, 74}, {TensorType::kIQ3_XXS, 256, 98},
-      {TensorType::kIQ1_S, 256, 50},  {TensorType::kIQ4_NL, 32, 18},  {TensorType::kIQ3_S, 256, 110},
-      {TensorType::kIQ2_S, 256, 82},  {TensorType::kIQ4_XS, 256, 136}, {TensorType::kIQ1_M, 256, 56},
-      {TensorType::kTQ1_0, 256, 54},  {TensorType::kTQ2_0, 256, 66},  {TensorType::kMXFP4, 32, 17},
-      {TensorType::kI8, 1, 1},        {TensorType::kI16, 1, 2},       {TensorType::kI32, 1, 4},
-      {TensorType::kI64, 1, 8},       {TensorType::kF64, 1, 8},
+      {TensorType::kF32, 1, 4},        {TensorType::kF16, 1, 2},
+      {TensorType::kBF16, 1, 2},       {TensorType::kQ4_0, 32, 18},
+      {TensorType::kQ4_1, 32, 20},     {TensorType::kQ5_0, 32, 22},
+      {TensorType::kQ5_1, 32, 24},     {TensorType::kQ8_0, 32, 34},
+      {TensorType::kQ8_1, 32, 36},     {TensorType::kQ2_K, 256, 84},
+      {TensorType::kQ3_K, 256, 110},   {TensorType::kQ4_K, 256, 144},
+      {TensorType::kQ5_K, 256, 176},   {TensorType::kQ6_K, 256, 210},
+      {TensorType::kQ8_K, 256, 292},   {TensorType::kIQ2_XXS, 256, 66},
+      {TensorType::kIQ2_XS, 256, 74},  {TensorType::kIQ3_XXS, 256, 98},
+      {TensorType::kIQ1_S, 256, 50},   {TensorType::kIQ4_NL, 32, 18},
+      {TensorType::kIQ3_S, 256, 110},  {TensorType::kIQ2_S, 256, 82},
+      {TensorType::kIQ4_XS, 256, 136}, {TensorType::kIQ1_M, 256, 56},
+      {TensorType::kTQ1_0, 256, 54},   {TensorType::kTQ2_0, 256, 66},
+      {TensorType::kMXFP4, 32, 17},    {TensorType::kI8, 1, 1},
+      {TensorType::kI16, 1, 2},        {TensorType::kI32, 1, 4},
+      {TensorType::kI64, 1, 8},        {TensorType::kF64, 1, 8},
   };
   for (const Expect& e : expected) {
     const TensorTypeInfo& info = tensor_type_info(e.type);
@@ -69,7 +74,8 @@ TEST(TensorType, ByteSizes) {
   const uint64_t huge[] = {1ull << 32, 1ull << 32};
   EXPECT_EQ(tensor_byte_size(TensorType::kF32, huge).status().code(), ErrorCode::kBadShape);
   const uint64_t bytes_overflow[] = {1ull << 31, 1ull << 31};  // 2^62 elements * 4 bytes
-  EXPECT_EQ(tensor_byte_size(TensorType::kF32, bytes_overflow).status().code(), ErrorCode::kBadShape);
+  EXPECT_EQ(tensor_byte_size(TensorType::kF32, bytes_overflow).status().code(),
+            ErrorCode::kBadShape);
   EXPECT_EQ(tensor_byte_size(TensorType::kF32, {}).status().code(), ErrorCode::kBadShape);
 }
 

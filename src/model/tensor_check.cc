@@ -37,10 +37,10 @@ TensorCheckReport check_model_tensors(const Architecture& arch, const HParams& h
     const GgufTensorInfo* tensor = file.find_tensor(spec.name);
     if (tensor == nullptr) {
       if (spec.required) {
-        report.problems.emplace_back(ErrorCode::kMissingTensor,
-                                     "required " + std::string(tensor_role_name(spec.role)) +
-                                         " tensor is missing",
-                                     ErrorWhere{.tensor = spec.name});
+        report.problems.emplace_back(
+            ErrorCode::kMissingTensor,
+            "required " + std::string(tensor_role_name(spec.role)) + " tensor is missing",
+            ErrorWhere{.tensor = spec.name});
       }
       if (spec.name == "output.weight") report.tied_output = true;
       continue;
@@ -51,10 +51,10 @@ TensorCheckReport check_model_tensors(const Architecture& arch, const HParams& h
       ++report.present_optional;
     }
     if (!shape_matches(spec.shape, tensor->shape())) {
-      report.problems.emplace_back(ErrorCode::kBadShape,
-                                   "shape " + shape_string(tensor->shape()) + ", expected " +
-                                       shape_string(spec.shape),
-                                   ErrorWhere{.tensor = spec.name});
+      report.problems.emplace_back(
+          ErrorCode::kBadShape,
+          "shape " + shape_string(tensor->shape()) + ", expected " + shape_string(spec.shape),
+          ErrorWhere{.tensor = spec.name});
     }
     if (!tensor_role_is_matrix(spec.role) && tensor->type != TensorType::kF32 &&
         tensor->type != TensorType::kF16) {

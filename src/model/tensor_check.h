@@ -16,7 +16,7 @@ struct TensorCheckReport {
   size_t expected_required = 0;
   size_t present_required = 0;
   size_t present_optional = 0;
-  std::vector<Status> problems;     // missing or mismatched tensors, each naming the tensor
+  std::vector<Status> problems;      // missing or mismatched tensors, each naming the tensor
   std::vector<std::string> unknown;  // tensors the architecture does not use
   bool tied_output = false;          // no output.weight: the head reuses token_embd
 

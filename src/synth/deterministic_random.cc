@@ -19,9 +19,7 @@ uint64_t DeterministicRandom::next_u64() {
   return z ^ (z >> 31);
 }
 
-double DeterministicRandom::next_unit() {
-  return static_cast<double>(next_u64() >> 11) * 0x1p-53;
-}
+double DeterministicRandom::next_unit() { return static_cast<double>(next_u64() >> 11) * 0x1p-53; }
 
 double DeterministicRandom::next_bell() {
   // Sum of 4 uniforms has mean 2 and variance 4/12; sqrt is correctly rounded by IEEE 754.

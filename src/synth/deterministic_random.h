@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Random numbers that are identical on every machine, compiler and standard library: SplitMix64
-// for bits and an Irwin-Hall sum of four uniforms for a bell-shaped variate. std::normal_distribution
-// is implementation-defined and libm's transcendental functions may differ in the last bit, so
-// neither is used; everything here is exact IEEE arithmetic.
+// for bits and an Irwin-Hall sum of four uniforms for a bell-shaped variate.
+// std::normal_distribution is implementation-defined and libm's transcendental functions may differ
+// in the last bit, so neither is used; everything here is exact IEEE arithmetic.
 #pragma once
 
 #include <cstdint>

@@ -30,10 +30,14 @@ constexpr double kPositionEmbeddingScale = 0.5;
 // llama.cpp's general.file_type for a model whose matrices are mostly `type`.
 uint32_t file_type_for(TensorType type) {
   switch (type) {
-    case TensorType::kF32: return 0;
-    case TensorType::kF16: return 1;
-    case TensorType::kBF16: return 32;
-    default: return 0;
+    case TensorType::kF32:
+      return 0;
+    case TensorType::kF16:
+      return 1;
+    case TensorType::kBF16:
+      return 32;
+    default:
+      return 0;
   }
 }
 
@@ -184,7 +188,8 @@ Status synthesize_model(const SynthOptions& o, const std::string& path) {
 
   if (vocab_source) {
     for (const GgufKeyValue& kv : vocab_source->metadata().entries()) {
-      if (kv.key.starts_with(gguf_key::kTokenizerPrefix)) SYN_RETURN_IF_ERROR(writer.set(kv.key, kv.value));
+      if (kv.key.starts_with(gguf_key::kTokenizerPrefix))
+        SYN_RETURN_IF_ERROR(writer.set(kv.key, kv.value));
     }
   } else if (arch->kind() == ModelKind::kEncoder) {
     SYN_ASSIGN_OR_RETURN(const SyntheticVocab vocab, make_wordpiece_vocab(n_vocab));
@@ -196,7 +201,8 @@ Status synthesize_model(const SynthOptions& o, const std::string& path) {
 
   // Validate the assembled hyper-parameters the way a reader will.
   {
-    SYN_ASSIGN_OR_RETURN(const std::vector<uint8_t> header_only, GgufWriter(writer).write_to_buffer());
+    SYN_ASSIGN_OR_RETURN(const std::vector<uint8_t> header_only,
+                         GgufWriter(writer).write_to_buffer());
     SYN_ASSIGN_OR_RETURN(const GgufFile check, GgufFile::parse(header_only, "<synth>"));
     HParams reread;
     SYN_RETURN_IF_ERROR(arch->read_hparams(check.metadata(), reread));
@@ -212,10 +218,9 @@ Status synthesize_model(const SynthOptions& o, const std::string& path) {
   }
   for (const WeightPlan& plan : plans) {
     const uint64_t seed = o.seed;
-    SYN_RETURN_IF_ERROR(writer.add_tensor(plan.spec.name, plan.type, plan.spec.shape,
-                                          [plan, seed](std::span<uint8_t> out) {
-                                            return fill_weight(plan, seed, out);
-                                          }));
+    SYN_RETURN_IF_ERROR(writer.add_tensor(
+        plan.spec.name, plan.type, plan.spec.shape,
+        [plan, seed](std::span<uint8_t> out) { return fill_weight(plan, seed, out); }));
   }
   ProgressLine progress("synth " + o.arch, writer.file_size());
   SYN_RETURN_IF_ERROR(writer.write_file(

@@ -27,7 +27,7 @@ struct SynthOptions {
   uint32_t n_layer = 2;
   uint32_t n_head = 4;
   uint32_t n_head_kv = 2;
-  uint32_t head_dim = 0;  // 0: n_embd / n_head
+  uint32_t head_dim = 0;                // 0: n_embd / n_head
   std::optional<float> rope_freq_base;  // default per architecture
   std::optional<float> norm_eps;
   std::optional<bool> tied_output;  // default: untied for llama, tied for qwen2/qwen3

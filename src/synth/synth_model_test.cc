@@ -30,8 +30,7 @@ TEST(SynthModel, EveryArchitecturePassesItsOwnChecks) {
     ASSERT_TRUE(hp.ok()) << hp.status().to_string();
     EXPECT_EQ(hp->n_embd, 64u);
     EXPECT_EQ(hp->n_layer, 2u);
-    const TensorCheckReport report =
-        check_model_tensors(*find_architecture(arch_name), *hp, *file);
+    const TensorCheckReport report = check_model_tensors(*find_architecture(arch_name), *hp, *file);
     EXPECT_TRUE(report.ok()) << arch_name << ": " << report.problems.front().to_string();
     EXPECT_TRUE(report.unknown.empty());
     EXPECT_EQ(report.present_required, report.expected_required);
@@ -48,10 +47,12 @@ TEST(SynthModel, SameOptionsSameBytesOtherSeedOtherBytes) {
   o.type_embedding = TensorType::kBF16;
   ASSERT_TRUE(synthesize_model(o, dir.file("a.gguf")).ok());
   ASSERT_TRUE(synthesize_model(o, dir.file("b.gguf")).ok());
-  EXPECT_EQ(testing::read_file_bytes(dir.file("a.gguf")), testing::read_file_bytes(dir.file("b.gguf")));
+  EXPECT_EQ(testing::read_file_bytes(dir.file("a.gguf")),
+            testing::read_file_bytes(dir.file("b.gguf")));
   o.seed = 43;
   ASSERT_TRUE(synthesize_model(o, dir.file("c.gguf")).ok());
-  EXPECT_NE(testing::read_file_bytes(dir.file("a.gguf")), testing::read_file_bytes(dir.file("c.gguf")));
+  EXPECT_NE(testing::read_file_bytes(dir.file("a.gguf")),
+            testing::read_file_bytes(dir.file("c.gguf")));
 }
 
 TEST(SynthModel, GeneratorOutputIsPinned) {
@@ -92,7 +93,8 @@ TEST(SynthModel, TypesAndScales) {
   for (uint64_t i = 0; i < q.element_count(); ++i) {
     sum_sq += static_cast<double>(weights[i]) * static_cast<double>(weights[i]);
   }
-  EXPECT_NEAR(std::sqrt(sum_sq / static_cast<double>(q.element_count())), 1.0 / std::sqrt(128.0), 0.005);
+  EXPECT_NEAR(std::sqrt(sum_sq / static_cast<double>(q.element_count())), 1.0 / std::sqrt(128.0),
+              0.005);
   const GgufTensorInfo& up = *file.find_tensor("blk.0.ffn_up.weight");
   const auto* halves = reinterpret_cast<const uint16_t*>(file.tensor_data(up).data());
   EXPECT_TRUE(std::isfinite(f16_to_f32(halves[0])));

@@ -19,8 +19,8 @@ constexpr int32_t kTokenTypeControl = 3;
 // so every byte sequence becomes printable text.
 std::string byte_to_symbol(uint8_t byte) {
   uint32_t code_point = byte;
-  const bool printable = (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) ||
-                         (byte >= 0xAE);
+  const bool printable =
+      (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || (byte >= 0xAE);
   if (!printable) {
     uint32_t n = 0;
     for (uint32_t b = 0; b < byte; ++b) {
@@ -116,7 +116,8 @@ Result<SyntheticVocab> make_byte_level_bpe_vocab(uint32_t n_vocab) {
     for (auto& [symbols, count] : words) {
       std::vector<std::string> next;
       for (size_t i = 0; i < symbols.size(); ++i) {
-        if (i + 1 < symbols.size() && symbols[i] == chosen.first && symbols[i + 1] == chosen.second) {
+        if (i + 1 < symbols.size() && symbols[i] == chosen.first &&
+            symbols[i + 1] == chosen.second) {
           next.push_back(merged);
           ++i;
         } else {

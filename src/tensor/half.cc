@@ -14,8 +14,8 @@ uint16_t f32_to_f16(float value) {
   if (magnitude > 0x7F800000) return sign | 0x7E00;  // NaN: a quiet NaN of the same sign
   // 65520 is halfway between the largest half (65504) and 65536; ties go to even, i.e. infinity.
   if (magnitude >= 0x477FF000) return sign | 0x7C00;
-  if (magnitude < 0x38800000) {  // below 2^-14: a half subnormal or zero
-    if (magnitude <= 0x33000000) return sign;  // at most 2^-25: rounds to zero (ties to even)
+  if (magnitude < 0x38800000) {                 // below 2^-14: a half subnormal or zero
+    if (magnitude <= 0x33000000) return sign;   // at most 2^-25: rounds to zero (ties to even)
     const uint32_t exponent = magnitude >> 23;  // 102..112
     const uint32_t mantissa = (magnitude & 0x7FFFFF) | 0x800000;
     const uint32_t shift = 126 - exponent;  // value / 2^-24 == mantissa >> shift

@@ -57,9 +57,9 @@ TEST(Half, F16DecodesEveryEncoding) {
       EXPECT_EQ(std::isinf(f), mantissa == 0);
       continue;
     }
-    const double expected = exponent == 0
-                                ? sign * std::ldexp(static_cast<double>(mantissa), -24)
-                                : sign * std::ldexp(1.0 + mantissa / 1024.0, static_cast<int>(exponent) - 15);
+    const double expected =
+        exponent == 0 ? sign * std::ldexp(static_cast<double>(mantissa), -24)
+                      : sign * std::ldexp(1.0 + mantissa / 1024.0, static_cast<int>(exponent) - 15);
     EXPECT_EQ(static_cast<double>(f), expected) << std::hex << b;
     if (!std::isnan(f)) {
       EXPECT_EQ(f32_to_f16(f), h) << "round trip " << std::hex << b;
@@ -93,7 +93,8 @@ TEST(Half, F16EncodesLikeTheNearestEvenOracle) {
       EXPECT_TRUE(std::isnan(f16_to_f32(actual)));
       continue;
     }
-    ASSERT_EQ(actual, expected) << "x = " << x << " bits " << std::hex << std::bit_cast<uint32_t>(x);
+    ASSERT_EQ(actual, expected) << "x = " << x << " bits " << std::hex
+                                << std::bit_cast<uint32_t>(x);
   }
 }
 

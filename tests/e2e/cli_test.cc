@@ -36,11 +36,13 @@ TEST(Cli, UsageErrorsExitWithTwo) {
 TEST(Cli, SynthThenInspectJson) {
   testing::TempDir dir;
   const std::string a = dir.file("a.gguf"), b = dir.file("b.gguf");
-  const std::string synth = synapse_cli() + " synth --arch qwen3 --n-embd 96 --n-head 4 --n-head-kv 2 "
-                                            "--head-dim 32 --n-layer 3 --type f16 --seed 7 -o ";
+  const std::string synth = synapse_cli() +
+                            " synth --arch qwen3 --n-embd 96 --n-head 4 --n-head-kv 2 "
+                            "--head-dim 32 --n-layer 3 --type f16 --seed 7 -o ";
   ASSERT_EQ(run_command(synth + shell_quote(a)).exit_code, 0);
   ASSERT_EQ(run_command(synth + shell_quote(b)).exit_code, 0);
-  EXPECT_EQ(testing::read_file_bytes(a), testing::read_file_bytes(b)) << "synth is not deterministic";
+  EXPECT_EQ(testing::read_file_bytes(a), testing::read_file_bytes(b))
+      << "synth is not deterministic";
 
   const auto r = run_command(synapse_cli() + " inspect --json " + shell_quote(a));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
@@ -57,8 +59,9 @@ TEST(Cli, SynthThenInspectJson) {
   EXPECT_EQ(report["tensors"].size(), 1u + 3 * 11 + 1);
   const Json& layout = report["layout"];
   uint64_t sum = 0;
-  for (const char* part : {"header_bytes", "metadata_bytes", "tensor_info_bytes", "alignment_padding_bytes",
-                           "tensor_data_bytes", "tensor_padding_bytes", "trailing_bytes"}) {
+  for (const char* part :
+       {"header_bytes", "metadata_bytes", "tensor_info_bytes", "alignment_padding_bytes",
+        "tensor_data_bytes", "tensor_padding_bytes", "trailing_bytes"}) {
     sum += layout[part].get<uint64_t>();
   }
   EXPECT_EQ(sum, layout["file_bytes"].get<uint64_t>());
@@ -73,13 +76,15 @@ TEST(Cli, SynthThenInspectJson) {
 
   const auto text = run_command(synapse_cli() + " inspect " + shell_quote(a));
   EXPECT_EQ(text.exit_code, 0);
-  EXPECT_NE(text.stdout_text.find("valid GGUF; qwen3 model"), std::string::npos) << text.stdout_text;
+  EXPECT_NE(text.stdout_text.find("valid GGUF; qwen3 model"), std::string::npos)
+      << text.stdout_text;
 }
 
 TEST(Cli, InspectRefusesAnInvalidFileWithItsCode) {
   testing::TempDir dir;
   testing::write_file_bytes(dir.file("bad.gguf"), {'G', 'G', 'M', 'L', 3, 0, 0, 0});
-  const auto r = run_command(synapse_cli() + " inspect --json " + shell_quote(dir.file("bad.gguf")));
+  const auto r =
+      run_command(synapse_cli() + " inspect --json " + shell_quote(dir.file("bad.gguf")));
   EXPECT_EQ(r.exit_code, 1);
   const Json report = Json::parse(r.stdout_text);
   EXPECT_FALSE(report["valid"].get<bool>());
@@ -88,7 +93,8 @@ TEST(Cli, InspectRefusesAnInvalidFileWithItsCode) {
   const auto text = run_command(synapse_cli() + " inspect " + shell_quote(dir.file("bad.gguf")));
   EXPECT_EQ(text.exit_code, 1);
   EXPECT_NE(text.stdout_text.find("INVALID: bad_magic"), std::string::npos) << text.stdout_text;
-  const auto missing = run_command(synapse_cli() + " inspect --json " + shell_quote(dir.file("missing.gguf")));
+  const auto missing =
+      run_command(synapse_cli() + " inspect --json " + shell_quote(dir.file("missing.gguf")));
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_EQ(Json::parse(missing.stdout_text)["error"]["code"], "not_found");
 }
@@ -105,16 +111,19 @@ TEST(Cli, InspectRealModel) {
 
 TEST(Cli, SynthErrorsAreClear) {
   testing::TempDir dir;
-  const auto r = run_command(synapse_cli() + " synth --arch qwen2 --type q4_k -o " + shell_quote(dir.file("x.gguf")));
+  const auto r = run_command(synapse_cli() + " synth --arch qwen2 --type q4_k -o " +
+                             shell_quote(dir.file("x.gguf")));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.stderr_text.find("unsupported"), std::string::npos) << r.stderr_text;
-  const auto both = run_command(synapse_cli() + " synth --tied --untied -o " + shell_quote(dir.file("x.gguf")));
+  const auto both =
+      run_command(synapse_cli() + " synth --tied --untied -o " + shell_quote(dir.file("x.gguf")));
   EXPECT_EQ(both.exit_code, 2);
 }
 
 TEST(Cli, DoctorChecksStateDirectoryAndSqlite) {
   testing::TempDir dir;
-  const auto r = run_command("SYNAPSE_HOME=" + shell_quote(dir.file("state")) + " " + synapse_cli() + " doctor --json");
+  const auto r = run_command("SYNAPSE_HOME=" + shell_quote(dir.file("state")) + " " +
+                             synapse_cli() + " doctor --json");
   ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   const Json report = Json::parse(r.stdout_text);
   EXPECT_TRUE(report["ok"].get<bool>());
@@ -123,8 +132,8 @@ TEST(Cli, DoctorChecksStateDirectoryAndSqlite) {
   EXPECT_EQ(names, (std::set<std::string>{"cpu", "memory", "state directory", "sqlite"}));
   // A state directory that cannot be created fails the doctor, with exit code 1.
   testing::write_file_bytes(dir.file("file"), {1});
-  const auto bad = run_command("SYNAPSE_HOME=" + shell_quote(dir.file("file") + "/state") + " " + synapse_cli() +
-                               " doctor --json");
+  const auto bad = run_command("SYNAPSE_HOME=" + shell_quote(dir.file("file") + "/state") + " " +
+                               synapse_cli() + " doctor --json");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_FALSE(Json::parse(bad.stdout_text)["ok"].get<bool>());
 }

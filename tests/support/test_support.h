@@ -50,17 +50,17 @@ CommandResult run_command(const std::string& command);
 }  // namespace synapse::testing
 
 // Binds `var` to the fixture's path, or skips (fails under CI=true) when it is missing.
-#define SYN_REQUIRE_FIXTURE(var, relative)                                                   \
-  std::string var;                                                                           \
-  do {                                                                                       \
-    const auto syn_found_ = ::synapse::testing::find_fixture(relative);                      \
-    if (!syn_found_) {                                                                       \
-      if (::synapse::testing::running_in_ci()) {                                             \
-        FAIL() << "fixture missing under CI=true: " << ::synapse::testing::fixtures_dir()    \
-               << "/" << (relative);                                                         \
-      }                                                                                      \
-      GTEST_SKIP() << "fixture not found: " << ::synapse::testing::fixtures_dir() << "/"     \
-                   << (relative) << " (set SYNAPSE_FIXTURES)";                               \
-    }                                                                                        \
-    var = *syn_found_;                                                                       \
+#define SYN_REQUIRE_FIXTURE(var, relative)                                                       \
+  std::string var;                                                                               \
+  do {                                                                                           \
+    const auto syn_found_ = ::synapse::testing::find_fixture(relative);                          \
+    if (!syn_found_) {                                                                           \
+      if (::synapse::testing::running_in_ci()) {                                                 \
+        FAIL() << "fixture missing under CI=true: " << ::synapse::testing::fixtures_dir() << "/" \
+               << (relative);                                                                    \
+      }                                                                                          \
+      GTEST_SKIP() << "fixture not found: " << ::synapse::testing::fixtures_dir() << "/"         \
+                   << (relative) << " (set SYNAPSE_FIXTURES)";                                   \
+    }                                                                                            \
+    var = *syn_found_;                                                                           \
   } while (false)

@@ -39,9 +39,9 @@ struct GgufTensorInfo {
 // How the file's bytes are accounted for; the parts sum to file_bytes.
 struct GgufLayout {
   uint64_t file_bytes = 0;
-  uint64_t header_bytes = 0;       // magic, version, counts
-  uint64_t metadata_bytes = 0;     // key/value pairs
-  uint64_t tensor_info_bytes = 0;  // tensor info records
+  uint64_t header_bytes = 0;             // magic, version, counts
+  uint64_t metadata_bytes = 0;           // key/value pairs
+  uint64_t tensor_info_bytes = 0;        // tensor info records
   uint64_t alignment_padding_bytes = 0;  // between the infos and the data section
   uint64_t tensor_data_bytes = 0;        // sum of tensor sizes
   uint64_t tensor_padding_bytes = 0;     // alignment padding and gaps around tensors (the last

@@ -30,7 +30,8 @@ inline constexpr std::string_view kRopeDimensionCount = "rope.dimension_count";
 inline constexpr std::string_view kRopeFreqBase = "rope.freq_base";
 inline constexpr std::string_view kRopeScalingType = "rope.scaling.type";
 inline constexpr std::string_view kRopeScalingFactor = "rope.scaling.factor";
-inline constexpr std::string_view kRopeScalingOriginalContext = "rope.scaling.original_context_length";
+inline constexpr std::string_view kRopeScalingOriginalContext =
+    "rope.scaling.original_context_length";
 inline constexpr std::string_view kVocabSize = "vocab_size";
 inline constexpr std::string_view kPoolingType = "pooling_type";
 

@@ -17,8 +17,7 @@ Status missing(std::string_view key) {
 Status wrong_type(std::string_view key, const GgufValue& value, std::string_view wanted) {
   std::string actual(gguf_value_type_name(value.type()));
   if (value.is_array()) actual += " of " + std::string(gguf_value_type_name(value.element_type()));
-  return Status(ErrorCode::kTypeMismatch,
-                "expected " + std::string(wanted) + ", found " + actual,
+  return Status(ErrorCode::kTypeMismatch, "expected " + std::string(wanted) + ", found " + actual,
                 ErrorWhere{.key = std::string(key)});
 }
 

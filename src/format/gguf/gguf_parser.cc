@@ -17,10 +17,11 @@ namespace synapse {
 namespace {
 
 // Smallest possible encodings, used to reject counts that cannot fit in the bytes left.
-constexpr uint64_t kMinKeyValueBytes = 8 + 1 + 4 + 1;            // key length, key, type, u8
-constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;  // name, n_dims, 1 dim, type, offset
-constexpr uint64_t kMinNestedArrayBytes = 4 + 8;                 // element type, count
-constexpr uint64_t kMinStringBytes = 8;                          // length of an empty string
+constexpr uint64_t kMinKeyValueBytes = 8 + 1 + 4 + 1;  // key length, key, type, u8
+constexpr uint64_t kMinTensorInfoBytes =
+    8 + 1 + 4 + 8 + 4 + 8;                        // name, n_dims, 1 dim, type, offset
+constexpr uint64_t kMinNestedArrayBytes = 4 + 8;  // element type, count
+constexpr uint64_t kMinStringBytes = 8;           // length of an empty string
 
 Status error_at(ErrorCode code, uint64_t offset, std::string message) {
   return Status(code, std::move(message), ErrorWhere{.byte_offset = offset});
@@ -87,8 +88,9 @@ class GgufParser {
 
   Status parse_header(GgufFile& out) {
     if (bytes_.size() < 4) {
-      return error_at(ErrorCode::kFileTruncated, 0,
-                      "file is " + std::to_string(bytes_.size()) + " bytes, too short for a header");
+      return error_at(
+          ErrorCode::kFileTruncated, 0,
+          "file is " + std::to_string(bytes_.size()) + " bytes, too short for a header");
     }
     SYN_ASSIGN_OR_RETURN(const uint32_t magic, read<uint32_t>("magic"));
     if (magic != kGgufMagic) {
@@ -101,7 +103,8 @@ class GgufParser {
     }
     SYN_ASSIGN_OR_RETURN(const uint32_t version, read<uint32_t>("version"));
     if (version != 2 && version != 3) {
-      std::string why = "GGUF version " + std::to_string(version) + " is not supported (2 and 3 are)";
+      std::string why =
+          "GGUF version " + std::to_string(version) + " is not supported (2 and 3 are)";
       if (version == 1) why = "GGUF version 1 is not supported (2 and 3 are); re-convert the model";
       if (version != 0 && (version & 0xFFFF) == 0) {
         why = "GGUF version " + std::to_string(version) +
@@ -150,7 +153,8 @@ class GgufParser {
       SYN_ASSIGN_OR_RETURN(const std::string_view key, read_string(limits_.max_key_bytes, "key"));
       if (key.empty()) return error_at(ErrorCode::kBadValue, key_at, "empty metadata key");
       if (const auto bad = find_invalid_utf8(key)) {
-        return error_at(ErrorCode::kInvalidUtf8, key_at + 8 + *bad, "metadata key is not valid UTF-8");
+        return error_at(ErrorCode::kInvalidUtf8, key_at + 8 + *bad,
+                        "metadata key is not valid UTF-8");
       }
       if (!seen.emplace(key, key_at).second) {
         return Status(ErrorCode::kDuplicateKey,
@@ -161,8 +165,7 @@ class GgufParser {
       SYN_ASSIGN_OR_RETURN(const uint32_t type_id, read<uint32_t>("value type"));
       const auto type = gguf_value_type_from_id(type_id);
       if (!type) {
-        return Status(ErrorCode::kUnknownValueType,
-                      "unknown value type " + std::to_string(type_id),
+        return Status(ErrorCode::kUnknownValueType, "unknown value type " + std::to_string(type_id),
                       ErrorWhere{.byte_offset = type_at, .key = std::string(key)});
       }
       Result<GgufValue> value = read_value(*type, 0);
@@ -258,9 +261,10 @@ class GgufParser {
       if (kv.key == key) at = kv.file_offset;
     }
     if (value->type() != GgufValueType::kUint32) {
-      return Status(ErrorCode::kTypeMismatch,
-                    "alignment must be u32, found " + std::string(gguf_value_type_name(value->type())),
-                    ErrorWhere{.byte_offset = at, .key = key});
+      return Status(
+          ErrorCode::kTypeMismatch,
+          "alignment must be u32, found " + std::string(gguf_value_type_name(value->type())),
+          ErrorWhere{.byte_offset = at, .key = key});
     }
     const uint64_t alignment = *value->to_uint();
     if (!is_power_of_two(alignment)) {
@@ -280,9 +284,9 @@ class GgufParser {
       Result<GgufTensorInfo> info = read_tensor_info(out);
       if (!info.ok()) return std::move(info).take_status();
       if (!out.tensor_index_.emplace(info->name, out.tensors_.size()).second) {
-        return Status(ErrorCode::kDuplicateTensor, "tensor name appears twice",
-                      ErrorWhere{.byte_offset = info->info_file_offset,
-                                 .tensor = std::string(info->name)});
+        return Status(
+            ErrorCode::kDuplicateTensor, "tensor name appears twice",
+            ErrorWhere{.byte_offset = info->info_file_offset, .tensor = std::string(info->name)});
       }
       out.tensors_.push_back(*info);
     }
@@ -297,7 +301,8 @@ class GgufParser {
       return Status(code, std::move(message),
                     ErrorWhere{.byte_offset = at, .tensor = std::string(info.name)});
     };
-    if (info.name.empty()) return fail(ErrorCode::kBadValue, info.info_file_offset, "empty tensor name");
+    if (info.name.empty())
+      return fail(ErrorCode::kBadValue, info.info_file_offset, "empty tensor name");
     if (const auto bad = find_invalid_utf8(info.name)) {
       return fail(ErrorCode::kInvalidUtf8, info.info_file_offset + 8 + *bad,
                   "tensor name is not valid UTF-8");
@@ -349,9 +354,9 @@ class GgufParser {
       return ok_status();
     }
     if (*data_offset > file_size) {
-      return error_at(ErrorCode::kFileTruncated, infos_end,
-                      "file ends before its data section (starts at " +
-                          std::to_string(*data_offset) + ")");
+      return error_at(
+          ErrorCode::kFileTruncated, infos_end,
+          "file ends before its data section (starts at " + std::to_string(*data_offset) + ")");
     }
     layout.alignment_padding_bytes = *data_offset - infos_end;
     const uint64_t data_size = file_size - *data_offset;
@@ -381,8 +386,7 @@ class GgufParser {
       if (!end || *end > data_size) {
         return Status(ErrorCode::kTensorOutOfRange,
                       "data [" + std::to_string(t.data_offset) + ", +" + std::to_string(t.bytes) +
-                          ") lies outside the " + std::to_string(data_size) +
-                          "-byte data section",
+                          ") lies outside the " + std::to_string(data_size) + "-byte data section",
                       ErrorWhere{.byte_offset = t.info_file_offset, .tensor = std::string(t.name)});
       }
       if (previous != nullptr && t.data_offset < previous_end) {
@@ -395,7 +399,8 @@ class GgufParser {
       previous = &t;
     }
     // Writers pad the last tensor to the alignment too; only bytes beyond that are trailing.
-    const uint64_t padded_end = std::min(*checked_align_up(previous_end, out.alignment_), data_size);
+    const uint64_t padded_end =
+        std::min(*checked_align_up(previous_end, out.alignment_), data_size);
     layout.tensor_padding_bytes = padded_end - layout.tensor_data_bytes;
     layout.trailing_bytes = data_size - padded_end;
     return ok_status();

@@ -42,22 +42,23 @@ void fill_sample(Sample& s) {
   ASSERT_TRUE(w.set_string("utf8", "\xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80").ok());
   ASSERT_TRUE(w.set("strings", GgufValue::string_array({"", "a", "<0x0A>"})).ok());
   ASSERT_TRUE(w.set("floats", GgufValue::array(std::vector<float>{0.5f, -0.25f})).ok());
-  ASSERT_TRUE(w.set("nested", GgufValue::array_of_arrays(
-                                  {GgufValue::array(std::vector<uint8_t>{1, 2}),
-                                   GgufValue::string_array({"x"}),
-                                   GgufValue::array_of_arrays({GgufValue::array(std::vector<int64_t>{})})}))
-                  .ok());
+  ASSERT_TRUE(
+      w.set("nested",
+            GgufValue::array_of_arrays(
+                {GgufValue::array(std::vector<uint8_t>{1, 2}), GgufValue::string_array({"x"}),
+                 GgufValue::array_of_arrays({GgufValue::array(std::vector<int64_t>{})})}))
+          .ok());
   struct T {
     const char* name;
     TensorType type;
     std::vector<uint64_t> dims;
   };
   const T tensors[] = {
-      {"a.f32", TensorType::kF32, {3}},              // 12 bytes: padding follows
-      {"b.f16", TensorType::kF16, {5, 3}},           // 30 bytes
-      {"c.q4_k", TensorType::kQ4_K, {256, 2}},        // 288 bytes
-      {"d.q8_0", TensorType::kQ8_0, {64, 1, 2}},      // 136 bytes
-      {"e.bf16", TensorType::kBF16, {2, 2, 2, 2}},    // 32 bytes
+      {"a.f32", TensorType::kF32, {3}},             // 12 bytes: padding follows
+      {"b.f16", TensorType::kF16, {5, 3}},          // 30 bytes
+      {"c.q4_k", TensorType::kQ4_K, {256, 2}},      // 288 bytes
+      {"d.q8_0", TensorType::kQ8_0, {64, 1, 2}},    // 136 bytes
+      {"e.bf16", TensorType::kBF16, {2, 2, 2, 2}},  // 32 bytes
   };
   uint8_t seed = 1;
   for (const T& t : tensors) {
@@ -116,7 +117,8 @@ TEST(GgufRoundTrip, MetadataAndTensorsSurvive) {
 
   // serialized_bytes() accounts for every metadata byte: key length + key + type tag + value.
   uint64_t metadata_bytes = 0;
-  for (const GgufKeyValue& kv : md.entries()) metadata_bytes += 8 + kv.key.size() + 4 + kv.value.serialized_bytes();
+  for (const GgufKeyValue& kv : md.entries())
+    metadata_bytes += 8 + kv.key.size() + 4 + kv.value.serialized_bytes();
   EXPECT_EQ(metadata_bytes, file->layout().metadata_bytes);
 
   ASSERT_EQ(file->tensors().size(), 6u);
@@ -189,9 +191,9 @@ TEST(GgufRoundTrip, VocabularyOnlyFileEndsAfterMetadata) {
   const GgufFile file = *GgufFile::parse(bytes, "vocab");
   EXPECT_TRUE(file.tensors().empty());
   // llama.cpp's vocabulary files stop right after the metadata, without padding.
-  std::vector<uint8_t> unpadded(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(
-                                                                    file.layout().header_bytes +
-                                                                    file.layout().metadata_bytes));
+  std::vector<uint8_t> unpadded(
+      bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(file.layout().header_bytes +
+                                                                 file.layout().metadata_bytes));
   EXPECT_TRUE(GgufFile::parse(unpadded, "unpadded").ok());
 }
 
@@ -214,11 +216,11 @@ TEST(GgufRoundTrip, WriteFileIsAtomicAndIdentical) {
   EXPECT_EQ(opened->tensors().size(), 6u);
   // A failing fill leaves neither the target nor a temporary file.
   GgufWriter failing;
-  ASSERT_TRUE(failing.add_tensor("x", TensorType::kF32, std::vector<uint64_t>{4},
-                                 [](std::span<uint8_t>) {
-                                   return Status(ErrorCode::kInternal, "boom");
-                                 })
-                  .ok());
+  ASSERT_TRUE(
+      failing
+          .add_tensor("x", TensorType::kF32, std::vector<uint64_t>{4},
+                      [](std::span<uint8_t>) { return Status(ErrorCode::kInternal, "boom"); })
+          .ok());
   const Status status = failing.write_file(dir.file("failed.gguf"));
   EXPECT_EQ(status.code(), ErrorCode::kInternal);
   EXPECT_EQ(status.where().tensor, "x");

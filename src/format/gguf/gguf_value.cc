@@ -37,17 +37,21 @@ bool is_signed_integer(GgufValueType t) {
          t == GgufValueType::kInt64;
 }
 bool is_unsigned_integer(GgufValueType t) {
-  return t == GgufValueType::kUint8 || t == GgufValueType::kUint16 ||
-         t == GgufValueType::kUint32 || t == GgufValueType::kUint64;
+  return t == GgufValueType::kUint8 || t == GgufValueType::kUint16 || t == GgufValueType::kUint32 ||
+         t == GgufValueType::kUint64;
 }
 
 // Sign-extends the raw bits of a signed scalar to int64.
 int64_t signed_value(GgufValueType t, uint64_t bits) {
   switch (t) {
-    case GgufValueType::kInt8: return static_cast<int8_t>(static_cast<uint8_t>(bits));
-    case GgufValueType::kInt16: return static_cast<int16_t>(static_cast<uint16_t>(bits));
-    case GgufValueType::kInt32: return static_cast<int32_t>(static_cast<uint32_t>(bits));
-    default: return static_cast<int64_t>(bits);
+    case GgufValueType::kInt8:
+      return static_cast<int8_t>(static_cast<uint8_t>(bits));
+    case GgufValueType::kInt16:
+      return static_cast<int16_t>(static_cast<uint16_t>(bits));
+    case GgufValueType::kInt32:
+      return static_cast<int32_t>(static_cast<uint32_t>(bits));
+    default:
+      return static_cast<int64_t>(bits);
   }
 }
 
@@ -138,9 +142,9 @@ GgufValue GgufValue::from_array(std::shared_ptr<ArrayData> data) {
 
 GgufValue GgufValue::scalar_array_view(GgufValueType element_type, std::span<const uint8_t> raw,
                                        uint64_t count) {
-  SYN_CHECK(gguf_scalar_bytes(element_type) > 0 &&
-                raw.size() == count * gguf_scalar_bytes(element_type),
-            "scalar_array_view: raw size does not match count");
+  SYN_CHECK(
+      gguf_scalar_bytes(element_type) > 0 && raw.size() == count * gguf_scalar_bytes(element_type),
+      "scalar_array_view: raw size does not match count");
   auto data = std::make_shared<ArrayData>();
   data->element_type = element_type;
   data->count = count;
@@ -247,8 +251,10 @@ std::span<const GgufValue> GgufValue::arrays() const {
 GgufValue GgufValue::element(uint64_t index) const {
   SYN_CHECK(is_array() && index < array_->count, "array element index out of range");
   switch (array_->element_type) {
-    case GgufValueType::kString: return string_view_of(array_->strings[index]);
-    case GgufValueType::kArray: return array_->arrays[index];
+    case GgufValueType::kString:
+      return string_view_of(array_->strings[index]);
+    case GgufValueType::kArray:
+      return array_->arrays[index];
     default: {
       const uint32_t size = gguf_scalar_bytes(array_->element_type);
       return scalar_from_bytes(array_->element_type, array_->raw.data() + index * size);
@@ -258,7 +264,8 @@ GgufValue GgufValue::element(uint64_t index) const {
 
 uint64_t GgufValue::serialized_bytes() const {
   switch (type_) {
-    case GgufValueType::kString: return 8 + text_.size();
+    case GgufValueType::kString:
+      return 8 + text_.size();
     case GgufValueType::kArray: {
       uint64_t total = 4 + 8;  // element type + count
       switch (array_->element_type) {
@@ -268,20 +275,26 @@ uint64_t GgufValue::serialized_bytes() const {
         case GgufValueType::kArray:
           for (const GgufValue& a : array_->arrays) total += a.serialized_bytes();  // no type tag
           break;
-        default: total += array_->raw.size(); break;
+        default:
+          total += array_->raw.size();
+          break;
       }
       return total;
     }
-    default: return gguf_scalar_bytes(type_);
+    default:
+      return gguf_scalar_bytes(type_);
   }
 }
 
 std::string GgufValue::to_display_string(size_t max_elements) const {
   switch (type_) {
-    case GgufValueType::kString: return quote(text_);
-    case GgufValueType::kBool: return scalar_bits_ != 0 ? "true" : "false";
+    case GgufValueType::kString:
+      return quote(text_);
+    case GgufValueType::kBool:
+      return scalar_bits_ != 0 ? "true" : "false";
     case GgufValueType::kFloat32:
-    case GgufValueType::kFloat64: return format_double(*to_double());
+    case GgufValueType::kFloat64:
+      return format_double(*to_double());
     case GgufValueType::kArray: {
       std::string out = "[";
       const uint64_t shown = std::min<uint64_t>(array_->count, max_elements);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// A GGUF metadata value: a scalar, a string or an array (of scalars, strings or arrays). Values read
-// from a file are views into its mapping (no copies of vocabularies); values built in memory own
-// their storage. Copies are cheap: array payloads are shared and immutable.
+// A GGUF metadata value: a scalar, a string or an array (of scalars, strings or arrays). Values
+// read from a file are views into its mapping (no copies of vocabularies); values built in memory
+// own their storage. Copies are cheap: array payloads are shared and immutable.
 #pragma once
 
 #include <cstdint>
@@ -40,18 +40,30 @@ uint32_t gguf_scalar_bytes(GgufValueType type);
 
 template <typename T>
 constexpr GgufValueType gguf_type_of() {
-  if constexpr (std::is_same_v<T, uint8_t>) return GgufValueType::kUint8;
-  else if constexpr (std::is_same_v<T, int8_t>) return GgufValueType::kInt8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return GgufValueType::kUint16;
-  else if constexpr (std::is_same_v<T, int16_t>) return GgufValueType::kInt16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return GgufValueType::kUint32;
-  else if constexpr (std::is_same_v<T, int32_t>) return GgufValueType::kInt32;
-  else if constexpr (std::is_same_v<T, float>) return GgufValueType::kFloat32;
-  else if constexpr (std::is_same_v<T, bool>) return GgufValueType::kBool;
-  else if constexpr (std::is_same_v<T, uint64_t>) return GgufValueType::kUint64;
-  else if constexpr (std::is_same_v<T, int64_t>) return GgufValueType::kInt64;
-  else if constexpr (std::is_same_v<T, double>) return GgufValueType::kFloat64;
-  else static_assert(sizeof(T) == 0, "not a GGUF scalar type");
+  if constexpr (std::is_same_v<T, uint8_t>)
+    return GgufValueType::kUint8;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return GgufValueType::kInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return GgufValueType::kUint16;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return GgufValueType::kInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return GgufValueType::kUint32;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return GgufValueType::kInt32;
+  else if constexpr (std::is_same_v<T, float>)
+    return GgufValueType::kFloat32;
+  else if constexpr (std::is_same_v<T, bool>)
+    return GgufValueType::kBool;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return GgufValueType::kUint64;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return GgufValueType::kInt64;
+  else if constexpr (std::is_same_v<T, double>)
+    return GgufValueType::kFloat64;
+  else
+    static_assert(sizeof(T) == 0, "not a GGUF scalar type");
 }
 
 class GgufValue {
@@ -105,9 +117,9 @@ class GgufValue {
   bool is_string() const { return type_ == GgufValueType::kString; }
 
   // Scalar conversions: nullopt when the type does not convert without loss.
-  std::optional<uint64_t> to_uint() const;   // any integer type, value >= 0
-  std::optional<int64_t> to_int() const;     // any integer type, value <= INT64_MAX
-  std::optional<double> to_double() const;   // f32 or f64
+  std::optional<uint64_t> to_uint() const;  // any integer type, value >= 0
+  std::optional<int64_t> to_int() const;    // any integer type, value <= INT64_MAX
+  std::optional<double> to_double() const;  // f32 or f64
   std::optional<bool> to_bool() const;
   std::optional<std::string_view> to_string() const;
   uint64_t raw_scalar_bits() const { return scalar_bits_; }

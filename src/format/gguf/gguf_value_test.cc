@@ -62,7 +62,8 @@ TEST(GgufValue, Arrays) {
   EXPECT_EQ(nested.element_type(), GgufValueType::kArray);
   EXPECT_EQ(nested.arrays()[1].element(0).to_string(), "a");
   // Inner arrays carry their element type and count but no type tag of their own.
-  EXPECT_EQ(nested.serialized_bytes(), 4u + 8u + ints.serialized_bytes() + strings.serialized_bytes());
+  EXPECT_EQ(nested.serialized_bytes(),
+            4u + 8u + ints.serialized_bytes() + strings.serialized_bytes());
   EXPECT_EQ(GgufValue::array(std::vector<bool>{true, false}).element(0).to_bool(), true);
 }
 

@@ -41,7 +41,9 @@ class ByteBuffer {
 
 void encode_value(ByteBuffer& out, const GgufValue& value) {
   switch (value.type()) {
-    case GgufValueType::kString: out.put_string(*value.to_string()); break;
+    case GgufValueType::kString:
+      out.put_string(*value.to_string());
+      break;
     case GgufValueType::kArray: {
       out.put<uint32_t>(static_cast<uint32_t>(value.element_type()));
       out.put<uint64_t>(value.array_size());
@@ -116,7 +118,8 @@ Status GgufWriter::check_tensor(std::string_view name, TensorType type,
                       std::to_string(kGgmlMaxTensorNameBytes) + " bytes",
                   where);
   }
-  if (!is_valid_utf8(name)) return Status(ErrorCode::kInvalidUtf8, "tensor name is not UTF-8", where);
+  if (!is_valid_utf8(name))
+    return Status(ErrorCode::kInvalidUtf8, "tensor name is not UTF-8", where);
   for (const Tensor& t : tensors_) {
     if (t.name == name) return Status(ErrorCode::kDuplicateTensor, "tensor added twice", where);
   }
@@ -139,8 +142,8 @@ Status GgufWriter::add_tensor(std::string_view name, TensorType type,
                       std::to_string(bytes),
                   ErrorWhere{.tensor = std::string(name)});
   }
-  tensors_.push_back(Tensor{std::string(name), type, {dims.begin(), dims.end()}, bytes,
-                            data_bytes_, data, nullptr});
+  tensors_.push_back(Tensor{
+      std::string(name), type, {dims.begin(), dims.end()}, bytes, data_bytes_, data, nullptr});
   data_bytes_ = *checked_align_up(data_bytes_ + bytes, alignment_);
   return ok_status();
 }
@@ -149,8 +152,13 @@ Status GgufWriter::add_tensor(std::string_view name, TensorType type,
                               std::span<const uint64_t> dims, FillFn fill) {
   uint64_t bytes = 0;
   SYN_RETURN_IF_ERROR(check_tensor(name, type, dims, &bytes));
-  tensors_.push_back(Tensor{std::string(name), type, {dims.begin(), dims.end()}, bytes,
-                            data_bytes_, {}, std::move(fill)});
+  tensors_.push_back(Tensor{std::string(name),
+                            type,
+                            {dims.begin(), dims.end()},
+                            bytes,
+                            data_bytes_,
+                            {},
+                            std::move(fill)});
   data_bytes_ = *checked_align_up(data_bytes_ + bytes, alignment_);
   return ok_status();
 }

@@ -21,8 +21,8 @@ namespace synapse {
 
 class GgufWriter {
  public:
-  // Fills `out` (exactly the tensor's byte size) with the tensor's data. Called once, while the file
-  // is written, so data can be produced one tensor at a time.
+  // Fills `out` (exactly the tensor's byte size) with the tensor's data. Called once, while the
+  // file is written, so data can be produced one tensor at a time.
   using FillFn = std::function<Status(std::span<uint8_t> out)>;
 
   GgufWriter() = default;

@@ -89,7 +89,8 @@ TEST(Architecture, RejectsBadHyperParameters) {
   };
   const Case cases[] = {
       {"zero blocks", [](HParams& h) { h.n_layer = 0; }, "llama.block_count"},
-      {"kv heads not dividing heads", [](HParams& h) { h.n_head_kv = 3; }, "llama.attention.head_count_kv"},
+      {"kv heads not dividing heads", [](HParams& h) { h.n_head_kv = 3; },
+       "llama.attention.head_count_kv"},
       {"odd rope dims", [](HParams& h) { h.n_rot = 15; }, "llama.rope.dimension_count"},
       {"rope dims above head size", [](HParams& h) { h.n_rot = 32; }, "llama.rope.dimension_count"},
       {"zero embedding", [](HParams& h) { h.n_embd = 0; }, "llama.embedding_length"},

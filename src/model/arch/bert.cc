@@ -41,8 +41,8 @@ class Bert final : public Architecture {
   Status write_hparams(const HParams& hp, GgufWriter& w) const override {
     SYN_RETURN_IF_ERROR(write_common_hparams(hp, w));
     SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(name(), gguf_key::kCausal), hp.causal));
-    SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(name(), gguf_key::kPoolingType),
-                                     static_cast<uint32_t>(hp.pooling)));
+    SYN_RETURN_IF_ERROR(
+        w.set_scalar(arch_key(name(), gguf_key::kPoolingType), static_cast<uint32_t>(hp.pooling)));
     return w.set_scalar(gguf_key::kTokenizerTokenTypeCount, hp.n_token_types);
   }
 
@@ -58,15 +58,16 @@ class Bert final : public Architecture {
     };
     for (uint32_t b = 0; b < hp.n_layer; ++b) {
       for (const char* proj : {"attn_q", "attn_k", "attn_v"}) {
-        const uint64_t out_dim = std::string_view(proj) == "attn_q" ? hp.q_dim()
+        const uint64_t out_dim = std::string_view(proj) == "attn_q"   ? hp.q_dim()
                                  : std::string_view(proj) == "attn_k" ? hp.k_dim()
                                                                       : hp.v_dim();
-        out.push_back({block_tensor(b, std::string(proj) + ".weight"), {d, out_dim},
-                       TensorRole::kAttention});
+        out.push_back(
+            {block_tensor(b, std::string(proj) + ".weight"), {d, out_dim}, TensorRole::kAttention});
         out.push_back({block_tensor(b, std::string(proj) + ".bias"), {out_dim}, TensorRole::kBias});
       }
       out.push_back({block_tensor(b, "attn_output.weight"),
-                     {static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, d}, TensorRole::kAttention});
+                     {static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, d},
+                     TensorRole::kAttention});
       out.push_back({block_tensor(b, "attn_output.bias"), {d}, TensorRole::kBias});
       out.push_back({block_tensor(b, "attn_output_norm.weight"), {d}, TensorRole::kNorm});
       out.push_back({block_tensor(b, "attn_output_norm.bias"), {d}, TensorRole::kBias});
@@ -77,7 +78,8 @@ class Bert final : public Architecture {
       out.push_back({block_tensor(b, "layer_output_norm.weight"), {d}, TensorRole::kNorm});
       out.push_back({block_tensor(b, "layer_output_norm.bias"), {d}, TensorRole::kBias});
     }
-    // Cross-encoder head: pooler dense layer and the classifier (optional: embedding models lack it).
+    // Cross-encoder head: pooler dense layer and the classifier (optional: embedding models lack
+    // it).
     out.push_back({"cls.weight", {d, d}, TensorRole::kHead, false});
     out.push_back({"cls.bias", {d}, TensorRole::kBias, false});
     out.push_back({"cls.output.weight", {d, 0}, TensorRole::kHead, false});

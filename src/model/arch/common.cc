@@ -89,9 +89,9 @@ Status read_rope_hparams(const GgufMetadata& md, std::string_view arch, HParams&
   }
   SYN_ASSIGN_OR_RETURN(hp.rope_scaling_factor,
                        md.get_f32_or(arch_key(arch, gguf_key::kRopeScalingFactor), 1.0f));
-  SYN_ASSIGN_OR_RETURN(hp.rope_original_context,
-                       md.get_u32_or(arch_key(arch, gguf_key::kRopeScalingOriginalContext),
-                                     hp.n_ctx_train));
+  SYN_ASSIGN_OR_RETURN(
+      hp.rope_original_context,
+      md.get_u32_or(arch_key(arch, gguf_key::kRopeScalingOriginalContext), hp.n_ctx_train));
   return ok_status();
 }
 
@@ -142,8 +142,8 @@ Status write_common_hparams(const HParams& hp, GgufWriter& w) {
   SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kHeadCountKv), hp.n_head_kv));
   SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kKeyLength), hp.head_dim_k));
   SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kValueLength), hp.head_dim_v));
-  return w.set_scalar(arch_key(a, hp.rms_norm ? gguf_key::kLayerNormRmsEps : gguf_key::kLayerNormEps),
-                      hp.norm_eps);
+  return w.set_scalar(
+      arch_key(a, hp.rms_norm ? gguf_key::kLayerNormRmsEps : gguf_key::kLayerNormEps), hp.norm_eps);
 }
 
 Status write_rope_hparams(const HParams& hp, GgufWriter& w) {

@@ -21,9 +21,9 @@ Status write_common_hparams(const HParams& hp, GgufWriter& writer);
 Status write_rope_hparams(const HParams& hp, GgufWriter& writer);
 
 struct DecoderBlockOptions {
-  bool qkv_bias = false;       // q/k/v biases present (Qwen2)
+  bool qkv_bias = false;         // q/k/v biases present (Qwen2)
   bool optional_biases = false;  // biases allowed but not required (Llama variants)
-  bool qk_norm = false;        // per-head RMSNorm of q and k (Qwen3)
+  bool qk_norm = false;          // per-head RMSNorm of q and k (Qwen3)
 };
 
 // token_embd, blocks (attention + SwiGLU feed-forward, pre-norm), output_norm, output (optional:

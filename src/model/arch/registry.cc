@@ -20,15 +20,24 @@ constexpr std::array kArchitectures = {
 
 std::string_view tensor_role_name(TensorRole role) {
   switch (role) {
-    case TensorRole::kTokenEmbedding: return "token_embedding";
-    case TensorRole::kPositionEmbedding: return "position_embedding";
-    case TensorRole::kTokenTypeEmbedding: return "token_type_embedding";
-    case TensorRole::kAttention: return "attention";
-    case TensorRole::kFeedForward: return "feed_forward";
-    case TensorRole::kOutput: return "output";
-    case TensorRole::kNorm: return "norm";
-    case TensorRole::kBias: return "bias";
-    case TensorRole::kHead: return "head";
+    case TensorRole::kTokenEmbedding:
+      return "token_embedding";
+    case TensorRole::kPositionEmbedding:
+      return "position_embedding";
+    case TensorRole::kTokenTypeEmbedding:
+      return "token_type_embedding";
+    case TensorRole::kAttention:
+      return "attention";
+    case TensorRole::kFeedForward:
+      return "feed_forward";
+    case TensorRole::kOutput:
+      return "output";
+    case TensorRole::kNorm:
+      return "norm";
+    case TensorRole::kBias:
+      return "bias";
+    case TensorRole::kHead:
+      return "head";
   }
   return "unknown";
 }
