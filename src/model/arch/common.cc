@@ -193,4 +193,33 @@ std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOpt
   return out;
 }
 
+Status DecoderArchitecture::read_hparams(const GgufMetadata& md, HParams& hp) const {
+  hp.kind = ModelKind::kDecoder;
+  hp.rms_norm = true;
+  hp.rope_layout = traits_.rope_layout;
+  hp.rope_freq_base = traits_.default_rope_freq_base;
+  SYN_RETURN_IF_ERROR(read_common_hparams(md, name(), hp));
+  SYN_RETURN_IF_ERROR(read_rope_hparams(md, name(), hp));
+  SYN_ASSIGN_OR_RETURN(hp.norm_eps, md.get_f32(arch_key(name(), gguf_key::kLayerNormRmsEps)));
+  return validate_hparams(hp);
+}
+
+Status DecoderArchitecture::write_hparams(const HParams& hp, GgufWriter& w) const {
+  SYN_RETURN_IF_ERROR(write_common_hparams(hp, w));
+  return write_rope_hparams(hp, w);
+}
+
+std::vector<TensorSpec> DecoderArchitecture::tensors(const HParams& hp) const {
+  return decoder_tensors(hp, traits_.blocks);
+}
+
+HParams DecoderArchitecture::synthetic_defaults() const {
+  HParams hp;
+  hp.arch = std::string(name());
+  hp.rope_layout = traits_.rope_layout;
+  hp.rope_freq_base = traits_.default_rope_freq_base;
+  hp.norm_eps = 1e-6f;
+  return hp;
+}
+
 }  // namespace synapse::arch

@@ -30,6 +30,29 @@ struct DecoderBlockOptions {
 // absent means tied to token_embd).
 std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOptions& options);
 
+// What distinguishes the Llama-shaped decoders from one another, as data.
+struct DecoderTraits {
+  std::string_view name;
+  RopeLayout rope_layout = RopeLayout::kAdjacentPairs;
+  float default_rope_freq_base = 10000.0f;  // when <arch>.rope.freq_base is absent
+  DecoderBlockOptions blocks;
+};
+
+// A pre-norm RMSNorm decoder (Llama, Qwen2, Qwen3) described by its traits.
+class DecoderArchitecture : public Architecture {
+ public:
+  explicit DecoderArchitecture(DecoderTraits traits) : traits_(traits) {}
+  std::string_view name() const override { return traits_.name; }
+  ModelKind kind() const override { return ModelKind::kDecoder; }
+  Status read_hparams(const GgufMetadata& metadata, HParams& hp) const override;
+  Status write_hparams(const HParams& hp, GgufWriter& writer) const override;
+  std::vector<TensorSpec> tensors(const HParams& hp) const override;
+  HParams synthetic_defaults() const override;
+
+ private:
+  DecoderTraits traits_;
+};
+
 std::string block_tensor(uint32_t block, std::string_view suffix);  // "blk.<i>.<suffix>"
 
 }  // namespace synapse::arch

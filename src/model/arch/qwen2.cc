@@ -1,52 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Qwen2 / Qwen2.5: Llama-shaped blocks with q/k/v biases and RoPE over halves (NeoX layout).
-#include "format/gguf/gguf_keys.h"
+// Qwen2 / Qwen2.5: Llama-shaped blocks with required q/k/v biases and RoPE over halves (NeoX
+// layout, base 1e6 unless the file says otherwise); usually a tied output head.
 #include "model/arch/common.h"
 #include "model/arch/registry.h"
 
 namespace synapse::arch {
-namespace {
-
-class Qwen2 final : public Architecture {
- public:
-  std::string_view name() const override { return "qwen2"; }
-  ModelKind kind() const override { return ModelKind::kDecoder; }
-
-  Status read_hparams(const GgufMetadata& md, HParams& hp) const override {
-    hp.kind = ModelKind::kDecoder;
-    hp.rms_norm = true;
-    hp.rope_layout = RopeLayout::kNeoX;
-    hp.rope_freq_base = 1000000.0f;
-    SYN_RETURN_IF_ERROR(read_common_hparams(md, name(), hp));
-    SYN_RETURN_IF_ERROR(read_rope_hparams(md, name(), hp));
-    SYN_ASSIGN_OR_RETURN(hp.norm_eps,
-                         md.get_f32(gguf_key::arch_key(name(), gguf_key::kLayerNormRmsEps)));
-    return validate_hparams(hp);
-  }
-
-  Status write_hparams(const HParams& hp, GgufWriter& w) const override {
-    SYN_RETURN_IF_ERROR(write_common_hparams(hp, w));
-    return write_rope_hparams(hp, w);
-  }
-
-  std::vector<TensorSpec> tensors(const HParams& hp) const override {
-    return decoder_tensors(hp, {.qkv_bias = true});
-  }
-
-  HParams synthetic_defaults() const override {
-    HParams hp;
-    hp.arch = std::string(name());
-    hp.rope_layout = RopeLayout::kNeoX;
-    hp.rope_freq_base = 1000000.0f;
-    hp.norm_eps = 1e-6f;
-    return hp;
-  }
-};
-
-}  // namespace
 
 const Architecture& qwen2_architecture() {
-  static const Qwen2 instance;
+  static const DecoderArchitecture instance({.name = "qwen2",
+                                             .rope_layout = RopeLayout::kNeoX,
+                                             .default_rope_freq_base = 1000000.0f,
+                                             .blocks = {.qkv_bias = true}});
   return instance;
 }
 

@@ -1,53 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// Qwen3 (dense): no q/k/v biases; per-head RMSNorm of q and k before RoPE (NeoX layout). The head
-// size is explicit (attention.key_length) and need not equal n_embd / n_head.
-#include "format/gguf/gguf_keys.h"
+// Qwen3 (dense): no q/k/v biases; per-head RMSNorm of q and k before RoPE (NeoX layout, base 1e6
+// unless the file says otherwise). The head size is explicit (attention.key_length) and need not
+// equal n_embd / n_head.
 #include "model/arch/common.h"
 #include "model/arch/registry.h"
 
 namespace synapse::arch {
-namespace {
-
-class Qwen3 final : public Architecture {
- public:
-  std::string_view name() const override { return "qwen3"; }
-  ModelKind kind() const override { return ModelKind::kDecoder; }
-
-  Status read_hparams(const GgufMetadata& md, HParams& hp) const override {
-    hp.kind = ModelKind::kDecoder;
-    hp.rms_norm = true;
-    hp.rope_layout = RopeLayout::kNeoX;
-    hp.rope_freq_base = 1000000.0f;
-    SYN_RETURN_IF_ERROR(read_common_hparams(md, name(), hp));
-    SYN_RETURN_IF_ERROR(read_rope_hparams(md, name(), hp));
-    SYN_ASSIGN_OR_RETURN(hp.norm_eps,
-                         md.get_f32(gguf_key::arch_key(name(), gguf_key::kLayerNormRmsEps)));
-    return validate_hparams(hp);
-  }
-
-  Status write_hparams(const HParams& hp, GgufWriter& w) const override {
-    SYN_RETURN_IF_ERROR(write_common_hparams(hp, w));
-    return write_rope_hparams(hp, w);
-  }
-
-  std::vector<TensorSpec> tensors(const HParams& hp) const override {
-    return decoder_tensors(hp, {.qk_norm = true});
-  }
-
-  HParams synthetic_defaults() const override {
-    HParams hp;
-    hp.arch = std::string(name());
-    hp.rope_layout = RopeLayout::kNeoX;
-    hp.rope_freq_base = 1000000.0f;
-    hp.norm_eps = 1e-6f;
-    return hp;
-  }
-};
-
-}  // namespace
 
 const Architecture& qwen3_architecture() {
-  static const Qwen3 instance;
+  static const DecoderArchitecture instance({.name = "qwen3",
+                                             .rope_layout = RopeLayout::kNeoX,
+                                             .default_rope_freq_base = 1000000.0f,
+                                             .blocks = {.qk_norm = true}});
   return instance;
 }
 
