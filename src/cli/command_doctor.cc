@@ -38,10 +38,12 @@ Check check_cpu(const CpuInfo& cpu) {
                                                       : "scalar";
   std::string features;
   for (const std::string& f : cpu.features.names()) features += (features.empty() ? "" : " ") + f;
+  auto kib = [](size_t bytes) { return std::to_string(bytes / 1024) + " KiB"; };
   return {"cpu", true,
           cpu.model + " | " + std::to_string(cpu.physical_cores) + " cores, " +
-              std::to_string(cpu.logical_cores) + " threads | kernel level " + level + " | " +
-              features};
+              std::to_string(cpu.logical_cores) + " threads | L1d " + kib(cpu.l1d_cache_bytes) +
+              ", L2 " + kib(cpu.l2_cache_bytes) + ", L3 " + kib(cpu.l3_cache_bytes) +
+              " | kernel level " + level + " | " + features};
 }
 
 Check check_memory(const CpuInfo& cpu) {
