@@ -31,6 +31,18 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(
       model->byte_token_[static_cast<uint8_t>(bytes[0])] = id;
     }
   }
+  // Bytes that never occur in UTF-8 (C0, C1, F5..FF) may lack an ordinary token: deepseek's
+  // vocabularies add them as user-defined tokens ("À", "õ" ...). Invalid input bytes then use
+  // those (what the original tokenizer's byte-level decoder maps back to the byte), although
+  // they decode as the text they match ("õ"), so such bytes cannot round-trip.
+  for (TokenId id = 0; static_cast<size_t>(id) < vocab.size(); ++id) {
+    if (vocab.type(id) != TokenType::kUserDefined) continue;
+    const std::optional<std::string> decoded = byte_level_decode(vocab.text(id));
+    if (decoded && decoded->size() == 1 &&
+        model->byte_token_[static_cast<uint8_t>((*decoded)[0])] == kNoToken) {
+      model->byte_token_[static_cast<uint8_t>((*decoded)[0])] = id;
+    }
+  }
   model->merges_.reserve(merges.size());
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {

@@ -35,6 +35,7 @@ class BpeModel final : public SubwordModel {
   void encode(std::string_view text, bool after_special, EncodeScratch& scratch,
               std::vector<TokenId>& out) const override;
   void append_piece(TokenId id, std::string& out) const override;
+  bool normalizes() const override { return options_.nfc; }
 
   // The raw bytes of each token (byte-level text decoded; other text as stored).
   const std::string& token_bytes(TokenId id) const { return bytes_[static_cast<size_t>(id)]; }

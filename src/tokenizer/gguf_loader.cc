@@ -161,8 +161,20 @@ Result<Tokenizer> build_from_gguf(const GgufMetadata& metadata) {
                                    std::move(spm));
   }
   if (model == "bert") {
+    // llama.cpp's converter writes "▁word" and "piece"; a vocabulary without any "▁" piece
+    // but with "##piece" ones keeps the original WordPiece form.
+    bool phantom_space = false, hashes = false;
+    for (TokenId id = 0; static_cast<size_t>(id) < vocab->size(); ++id) {
+      const std::string_view text = vocab->text(id);
+      phantom_space = phantom_space || text.starts_with("\xE2\x96\x81");
+      hashes = hashes || (text.size() > 2 && text.starts_with("##"));
+    }
     WordPieceOptions options;
-    options.word_prefix = "\xE2\x96\x81";  // llama.cpp's converter writes "▁word" and "piece"
+    if (phantom_space || !hashes) {
+      options.word_prefix = "\xE2\x96\x81";
+    } else {
+      options.continuation_prefix = "##";
+    }
     SYN_ASSIGN_OR_RETURN(auto wpm, WordPieceModel::create(*vocab, std::move(options)));
     return TokenizerBuilder::build(TokenizerKind::kWordPiece, std::move(vocab), std::move(wpm));
   }

@@ -55,6 +55,9 @@ class SubwordModel {
                       std::vector<TokenId>& out) const = 0;
   // Appends the bytes ordinary token `id` stands for (not used for control tokens).
   virtual void append_piece(TokenId id, std::string& out) const = 0;
+  // Whether encoding normalizes the text first (NFC, BERT's rules): decode(encode(x)) is then the
+  // normalized x, not x.
+  virtual bool normalizes() const { return false; }
   // Whether decoding drops one leading space from the first piece (the space the encoder adds).
   virtual bool strips_leading_space() const { return false; }
 };

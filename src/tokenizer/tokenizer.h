@@ -60,6 +60,7 @@ class Tokenizer {
   // The token's text as the vocabulary stores it, for display.
   std::string_view token_text(TokenId id) const { return vocab_->text(id); }
   bool strips_leading_space() const { return model_->strips_leading_space(); }
+  bool normalizes() const { return model_->normalizes(); }
 
  private:
   Tokenizer() = default;

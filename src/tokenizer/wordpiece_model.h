@@ -30,6 +30,7 @@ class WordPieceModel final : public SubwordModel {
               std::vector<TokenId>& out) const override;
   void append_piece(TokenId id, std::string& out) const override;
   bool strips_leading_space() const override { return true; }
+  bool normalizes() const override { return true; }
 
  private:
   WordPieceModel(const Vocab& vocab, WordPieceOptions options)
