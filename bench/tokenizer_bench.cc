@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tokenizer throughput on one thread: the whole of War and Peace (3.2 MB) encoded in one call, as
 // llama.cpp's figures in fixtures/README.md were measured (qwen2 2.23 MB/s, llama-spm 0.93 MB/s),
-// and its ids decoded back to text. The counter `MB` (a rate: MB/s) is input megabytes (10^6 bytes) per
-// second for encoding and output megabytes per second for decoding. Each encode starts from an
+// and its ids decoded back to text. The counter `MB` (a rate: MB/s) is input megabytes (10^6 bytes)
+// per second for encoding and output megabytes per second for decoding. Each encode starts from an
 // empty scratch, so the word cache is built inside the timed call.
 //
 //   build/release/bench/tokenizer_bench --benchmark_format=json
@@ -52,7 +52,7 @@ const tokenizer::Tokenizer* load(const std::string& vocab_file) {
 
 void add_rate(benchmark::State& state, size_t bytes) {
   state.counters["MB"] = benchmark::Counter(static_cast<double>(bytes) / 1e6,
-                                              benchmark::Counter::kIsIterationInvariantRate);
+                                            benchmark::Counter::kIsIterationInvariantRate);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));
 }
 

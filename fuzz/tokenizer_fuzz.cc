@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "base/utf8.h"
 #include "format/gguf/gguf_file.h"
 #include "format/gguf/gguf_writer.h"
-#include "base/utf8.h"
 #include "synth/synthetic_vocab.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -86,9 +86,9 @@ struct Subject {
 const std::vector<Subject>& subjects() {
   static const std::vector<Subject> all = [] {
     std::vector<std::unique_ptr<Tokenizer>> list;
-    for (const char* name : {"qwen2-vocab.gguf", "ggml-vocab-llama-spm.gguf",
-                             "ggml-vocab-bert-bge.gguf", "ggml-vocab-deepseek-llm.gguf",
-                             "ggml-vocab-phi-3.gguf", "ggml-vocab-falcon.gguf"}) {
+    for (const char* name :
+         {"qwen2-vocab.gguf", "ggml-vocab-llama-spm.gguf", "ggml-vocab-bert-bge.gguf",
+          "ggml-vocab-deepseek-llm.gguf", "ggml-vocab-phi-3.gguf", "ggml-vocab-falcon.gguf"}) {
       if (auto tok = from_gguf_file(fixtures_dir() + "/tokenizer/vocab/" + name)) {
         list.push_back(std::move(tok));
       }

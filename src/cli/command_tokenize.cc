@@ -106,10 +106,10 @@ int run_jsonl(const Tokenizer& tok, const Options& o) {
     const Json record = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     const auto text = record.is_object() ? record.find("text") : record.end();
     if (record.is_discarded() || text == record.end() || !text->is_string()) {
-      return fail(Status(ErrorCode::kInvalidArgument,
-                         "line " + std::to_string(number) +
-                             ": expected a JSON object with a string \"text\"",
-                         ErrorWhere{.field = "stdin"}));
+      return fail(Status(
+          ErrorCode::kInvalidArgument,
+          "line " + std::to_string(number) + ": expected a JSON object with a string \"text\"",
+          ErrorWhere{.field = "stdin"}));
     }
     const auto parse_special = record.find("parse_special");
     ids.clear();
@@ -160,8 +160,9 @@ int run(const Options& o) {
     pieces.push_back(std::move(piece));
   }
   if (o.json) {
-    std::printf("%s\n", json_dump(Json{{"ids", ids}, {"pieces", pieces}, {"n_tokens", ids.size()}})
-                            .c_str());
+    std::printf(
+        "%s\n",
+        json_dump(Json{{"ids", ids}, {"pieces", pieces}, {"n_tokens", ids.size()}}).c_str());
   } else if (o.ids) {
     std::printf("%s\n", json_dump(Json(ids)).c_str());
   } else if (o.pieces) {
@@ -193,7 +194,8 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--special", o->special,
                 "Parse special-token text in the input (e.g. <|im_start|>) as those tokens; "
                 "with --detokenize, write control tokens' text");
-  cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS/EOS (CLS/SEP) tokens the model asks for");
+  cmd->add_flag("--no-bos", o->no_bos,
+                "Do not add the BOS/EOS (CLS/SEP) tokens the model asks for");
   auto* detok = cmd->add_flag("--detokenize", o->detokenize,
                               "The input holds token ids (\"1 2 3\" or \"[1, 2, 3]\"): print text");
   auto* jsonl = cmd->add_flag(

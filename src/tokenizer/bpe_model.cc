@@ -123,7 +123,9 @@ namespace {
 
 // A candidate merge, ordered by rank then by position (lower first), packed in one integer so
 // the heap compares one number.
-uint64_t candidate(uint32_t rank, uint32_t pos) { return (static_cast<uint64_t>(rank) << 32) | pos; }
+uint64_t candidate(uint32_t rank, uint32_t pos) {
+  return (static_cast<uint64_t>(rank) << 32) | pos;
+}
 
 }  // namespace
 

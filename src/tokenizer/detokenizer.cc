@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tokenizer/detokenizer.h"
 
-
 namespace synapse::tokenizer {
 
 size_t complete_utf8_prefix(std::string_view bytes) {
@@ -13,9 +12,12 @@ size_t complete_utf8_prefix(std::string_view bytes) {
     const auto b = static_cast<uint8_t>(bytes[start]);
     if ((b & 0xC0) == 0x80) continue;  // a continuation byte: look further left
     size_t need = 0;
-    if (b >= 0xC2 && b <= 0xDF) need = 2;
-    else if (b >= 0xE0 && b <= 0xEF) need = 3;
-    else if (b >= 0xF0 && b <= 0xF4) need = 4;
+    if (b >= 0xC2 && b <= 0xDF)
+      need = 2;
+    else if (b >= 0xE0 && b <= 0xEF)
+      need = 3;
+    else if (b >= 0xF0 && b <= 0xF4)
+      need = 4;
     if (need == 0 || n - start >= need) return n;  // ASCII, invalid lead, or complete
     // Unfinished (every byte after `start` is a continuation byte): hold it back unless the
     // second byte already rules out a valid character (overlongs, surrogates, > U+10FFFF).
@@ -33,9 +35,9 @@ size_t complete_utf8_prefix(std::string_view bytes) {
 
 Status StreamingDetokenizer::push(TokenId id, std::string& out) {
   if (!tokenizer_.vocab().contains(id)) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "token id " + std::to_string(id) + " is outside the vocabulary of " +
-                      std::to_string(tokenizer_.vocab().size()));
+    return Status(ErrorCode::kInvalidArgument, "token id " + std::to_string(id) +
+                                                   " is outside the vocabulary of " +
+                                                   std::to_string(tokenizer_.vocab().size()));
   }
   const size_t before = pending_.size();
   tokenizer_.append_token_bytes(id, options_, pending_);

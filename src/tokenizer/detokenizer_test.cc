@@ -42,8 +42,8 @@ TEST(Detokenizer, StreamsCompleteUtf8AndEqualsDecode) {
   }
   std::string rest;
   stream.finish(rest);
-  EXPECT_EQ(emitted, (std::vector<std::string>{"h", "", "\xC3\xA9", "", "", "",
-                                               "\xF0\x9F\x98\x80", "!", "\xFF"}));
+  EXPECT_EQ(emitted, (std::vector<std::string>{"h", "", "\xC3\xA9", "", "", "", "\xF0\x9F\x98\x80",
+                                               "!", "\xFF"}));
   EXPECT_EQ(rest, "");
   std::string out;
   EXPECT_EQ(stream.push(999, out).code(), ErrorCode::kInvalidArgument);

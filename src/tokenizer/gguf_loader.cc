@@ -18,10 +18,18 @@ namespace key = gguf_key;
 // Texts that mark the end of a turn or of generation. A GGUF that lists one of them as a
 // user-defined token (phi-3's "</s>") means a control token; llama.cpp retypes them the same
 // way, and its test pairs depend on it. Ordinary tokens keep their type (Qwen's "</s>" is text).
-constexpr std::string_view kEndMarkers[] = {
-    "</s>",           "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|end_of_text|>", "<|eom_id|>", "<EOT>",      "_<EOT>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};
+constexpr std::string_view kEndMarkers[] = {"</s>",
+                                            "<|eot_id|>",
+                                            "<|im_end|>",
+                                            "<|end|>",
+                                            "<end_of_turn>",
+                                            "<|endoftext|>",
+                                            "<|end_of_text|>",
+                                            "<|eom_id|>",
+                                            "<EOT>",
+                                            "_<EOT>",
+                                            "<\xEF\xBD\x9C"
+                                            "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};
 
 Result<TokenId> read_id(const GgufMetadata& metadata, std::string_view name, TokenId fallback,
                         size_t vocab_size) {
@@ -30,9 +38,9 @@ Result<TokenId> read_id(const GgufMetadata& metadata, std::string_view name, Tok
   // llama.cpp writes -1 (as u32 max) for "none" in some converters.
   if (id == 0xFFFFFFFFu) return kNoToken;
   if (id >= vocab_size) {
-    return Status(ErrorCode::kBadValue,
-                  "token id " + std::to_string(id) + " is outside the vocabulary of " +
-                      std::to_string(vocab_size))
+    return Status(ErrorCode::kBadValue, "token id " + std::to_string(id) +
+                                            " is outside the vocabulary of " +
+                                            std::to_string(vocab_size))
         .with_key(std::string(name));
   }
   return static_cast<TokenId>(id);
@@ -87,8 +95,8 @@ Result<std::unique_ptr<Vocab>> read_vocab(const GgufMetadata& metadata, std::str
   // Defaults where a key is absent are llama.cpp's for the same model type.
   SYN_ASSIGN_OR_RETURN(s.bos, read_id(metadata, key::kTokenizerBosId, spm ? 1 : kNoToken, n));
   SYN_ASSIGN_OR_RETURN(s.eos, read_id(metadata, key::kTokenizerEosId, spm ? 2 : kNoToken, n));
-  SYN_ASSIGN_OR_RETURN(s.unk, read_id(metadata, key::kTokenizerUnknownId,
-                                      spm ? 0 : (bert ? 100 : kNoToken), n));
+  SYN_ASSIGN_OR_RETURN(
+      s.unk, read_id(metadata, key::kTokenizerUnknownId, spm ? 0 : (bert ? 100 : kNoToken), n));
   SYN_ASSIGN_OR_RETURN(s.sep,
                        read_id(metadata, key::kTokenizerSeparatorId, bert ? 102 : kNoToken, n));
   SYN_ASSIGN_OR_RETURN(s.pad, read_id(metadata, key::kTokenizerPaddingId, kNoToken, n));
@@ -113,8 +121,7 @@ Status apply_name_rules(const GgufMetadata& metadata, Vocab& vocab) {
   for (TokenId id = 0; static_cast<size_t>(id) < vocab.size(); ++id) {
     Vocab::Token& token = vocab.mutable_token(id);
     const bool special = token.type == TokenType::kControl ||
-                         token.type == TokenType::kUserDefined ||
-                         token.type == TokenType::kUnknown;
+                         token.type == TokenType::kUserDefined || token.type == TokenType::kUnknown;
     if (special) token.rstrip = true;
     if (token.text == "<unk>" || token.text == "<s>" || token.text == "<|endoftext|>") {
       token.rstrip = false;
@@ -145,9 +152,8 @@ Result<std::vector<std::pair<std::string_view, std::string_view>>> read_merges(
 Result<Tokenizer> build_from_gguf(const GgufMetadata& metadata) {
   SYN_ASSIGN_OR_RETURN(const std::string_view model, metadata.get_string(key::kTokenizerModel));
   if (model != "llama" && model != "gpt2" && model != "bert") {
-    return Status(ErrorCode::kUnsupported,
-                  "tokenizer model '" + std::string(model) +
-                      "' is not supported (supported: llama, gpt2, bert)")
+    return Status(ErrorCode::kUnsupported, "tokenizer model '" + std::string(model) +
+                                               "' is not supported (supported: llama, gpt2, bert)")
         .with_key(std::string(key::kTokenizerModel));
   }
   SYN_ASSIGN_OR_RETURN(std::unique_ptr<Vocab> vocab, read_vocab(metadata, model));
@@ -157,8 +163,7 @@ Result<Tokenizer> build_from_gguf(const GgufMetadata& metadata) {
     SYN_ASSIGN_OR_RETURN(const bool space_prefix,
                          metadata.get_bool_or(key::kTokenizerAddSpacePrefix, true));
     SYN_ASSIGN_OR_RETURN(auto spm, SpmModel::create(*vocab, space_prefix));
-    return TokenizerBuilder::build(TokenizerKind::kSentencePiece, std::move(vocab),
-                                   std::move(spm));
+    return TokenizerBuilder::build(TokenizerKind::kSentencePiece, std::move(vocab), std::move(spm));
   }
   if (model == "bert") {
     // llama.cpp's converter writes "▁word" and "piece"; a vocabulary without any "▁" piece
@@ -184,8 +189,8 @@ Result<Tokenizer> build_from_gguf(const GgufMetadata& metadata) {
   if (!spec.ok()) return std::move(spec).take_status().with_key(std::string(key::kTokenizerPre));
   SYN_ASSIGN_OR_RETURN(PreTokenizer pre, PreTokenizer::compile(*spec));
   SYN_ASSIGN_OR_RETURN(const auto merges, read_merges(metadata));
-  auto bpe = BpeModel::create(*vocab, merges, std::move(pre),
-                              BpeOptions{spec->nfc, spec->ignore_merges});
+  auto bpe =
+      BpeModel::create(*vocab, merges, std::move(pre), BpeOptions{spec->nfc, spec->ignore_merges});
   if (!bpe.ok()) return std::move(bpe).take_status().with_key(std::string(key::kTokenizerMerges));
   return TokenizerBuilder::build(TokenizerKind::kByteLevelBpe, std::move(vocab),
                                  std::move(bpe).value());

@@ -112,9 +112,8 @@ Status read_pre_tokenizer(const Json& pre, const std::string& source, const std:
       return malformed(source, path, "a Sequence needs pretokenizers");
     }
     for (size_t i = 0; i < list->size(); ++i) {
-      SYN_RETURN_IF_ERROR(read_pre_tokenizer((*list)[i], source,
-                                             path + ".pretokenizers[" + std::to_string(i) + "]",
-                                             patterns));
+      SYN_RETURN_IF_ERROR(read_pre_tokenizer(
+          (*list)[i], source, path + ".pretokenizers[" + std::to_string(i) + "]", patterns));
     }
     return ok_status();
   }

@@ -67,7 +67,8 @@ Result<PreTokenizerSpec> find_pre_tokenizer(std::string_view name) {
     if (spec.name == name) return spec;
   }
   std::string known;
-  for (const PreTokenizerSpec& spec : table()) known += (known.empty() ? "" : ", ") + std::string(spec.name);
+  for (const PreTokenizerSpec& spec : table())
+    known += (known.empty() ? "" : ", ") + std::string(spec.name);
   return Status(ErrorCode::kUnsupported,
                 "unknown pre-tokenizer '" + std::string(name) + "' (supported: " + known + ")");
 }

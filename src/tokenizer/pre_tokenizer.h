@@ -20,8 +20,8 @@ namespace synapse::tokenizer {
 struct PreTokenizerSpec {
   std::string_view name;
   std::vector<std::string_view> patterns;  // applied in order, each splitting every piece again
-  bool nfc = false;            // the original tokenizer NFC-normalizes the text first
-  bool ignore_merges = false;  // a whole piece that is a token is taken as is (Llama 3)
+  bool nfc = false;                        // the original tokenizer NFC-normalizes the text first
+  bool ignore_merges = false;              // a whole piece that is a token is taken as is (Llama 3)
 };
 
 // The spec for a `tokenizer.ggml.pre` name, or unsupported naming the known ones.

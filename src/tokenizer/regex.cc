@@ -103,10 +103,10 @@ bool Regex::find(std::string_view subject, size_t start, size_t& match_begin,
   MatchData& md = thread_match_data();
   const auto* s = reinterpret_cast<PCRE2_SPTR>(subject.data());
   while (start < subject.size()) {
-    const int rc = impl_->jit
-                       ? pcre2_jit_match(impl_->code, s, subject.size(), start, 0, md.data, md.context)
-                       : pcre2_match(impl_->code, s, subject.size(), start, PCRE2_NO_UTF_CHECK,
-                                     md.data, md.context);
+    const int rc =
+        impl_->jit ? pcre2_jit_match(impl_->code, s, subject.size(), start, 0, md.data, md.context)
+                   : pcre2_match(impl_->code, s, subject.size(), start, PCRE2_NO_UTF_CHECK, md.data,
+                                 md.context);
     if (rc <= 0) return false;
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(md.data);
     if (ovector[1] > ovector[0]) {

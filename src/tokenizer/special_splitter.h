@@ -22,8 +22,7 @@ class SpecialSplitter {
   // Calls `on_text(text)` for ordinary text and `on_token(id)` for each special token found, in
   // input order. Text fragments are never empty.
   template <typename OnText, typename OnToken>
-  void split(std::string_view text, bool parse_special, OnText&& on_text,
-             OnToken&& on_token) const;
+  void split(std::string_view text, bool parse_special, OnText&& on_text, OnToken&& on_token) const;
 
   bool empty() const { return entries_.empty(); }
 

@@ -28,9 +28,17 @@ std::vector<uint8_t> spm_gguf() {
     scores.push_back(0);
     types.push_back(6);
   }
-  for (const auto& [text, score] : std::vector<std::pair<std::string, float>>{
-           {"\xE2\x96\x81", -1}, {"a", -2}, {"b", -3}, {"\xE2\x96\x81" "a", -4},
-           {"ab", -5}, {"\xE2\x96\x81" "ab", -6}, {"\xC3\xA9", -7}}) {
+  for (const auto& [text, score] : std::vector<std::pair<std::string, float>>{{"\xE2\x96\x81", -1},
+                                                                              {"a", -2},
+                                                                              {"b", -3},
+                                                                              {"\xE2\x96\x81"
+                                                                               "a",
+                                                                               -4},
+                                                                              {"ab", -5},
+                                                                              {"\xE2\x96\x81"
+                                                                               "ab",
+                                                                               -6},
+                                                                              {"\xC3\xA9", -7}}) {
     tokens.push_back(text);
     scores.push_back(score);
     types.push_back(1);
@@ -63,8 +71,7 @@ TEST(SpmModel, MergesHighestScoreFirstWithSpacePrefix) {
   // Characters without a piece, and invalid UTF-8, become byte tokens.
   EXPECT_EQ(tok->encode("\xC3\xA9\xE2\x82\xAC\xFF", {.add_special = false}),
             (std::vector<TokenId>{kSpace, 265, 3 + 0xE2, 3 + 0x82, 3 + 0xAC, 3 + 0xFF}));
-  EXPECT_EQ(tok->decode(std::vector<TokenId>{1, kSpaceA, kB, kSpace, 3 + 0xFF}).value(),
-            "ab \xFF");
+  EXPECT_EQ(tok->decode(std::vector<TokenId>{1, kSpaceA, kB, kSpace, 3 + 0xFF}).value(), "ab \xFF");
 }
 
 TEST(SpmModel, MissingOrBadKeysAreStructuredErrors) {

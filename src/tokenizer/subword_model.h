@@ -30,8 +30,8 @@ struct MergeSymbol {
 struct EncodeScratch {
   const void* owner = nullptr;
   WordCache cache;
-  std::string text;      // normalized / escaped copy of a fragment
-  std::string word;      // one word being assembled
+  std::string text;  // normalized / escaped copy of a fragment
+  std::string word;  // one word being assembled
   std::vector<size_t> bounds;
   std::vector<TokenId> ids;
   std::vector<MergeSymbol> symbols;

@@ -5,9 +5,12 @@ namespace synapse::tokenizer {
 
 std::string_view tokenizer_kind_name(TokenizerKind kind) {
   switch (kind) {
-    case TokenizerKind::kSentencePiece: return "spm";
-    case TokenizerKind::kByteLevelBpe: return "bpe";
-    case TokenizerKind::kWordPiece: return "wordpiece";
+    case TokenizerKind::kSentencePiece:
+      return "spm";
+    case TokenizerKind::kByteLevelBpe:
+      return "bpe";
+    case TokenizerKind::kWordPiece:
+      return "wordpiece";
   }
   return "unknown";
 }
@@ -26,8 +29,8 @@ Tokenizer TokenizerBuilder::build(TokenizerKind kind, std::unique_ptr<Vocab> voc
   return t;
 }
 
-void Tokenizer::encode(std::string_view text, const EncodeOptions& options,
-                       EncodeScratch& scratch, std::vector<TokenId>& out) const {
+void Tokenizer::encode(std::string_view text, const EncodeOptions& options, EncodeScratch& scratch,
+                       std::vector<TokenId>& out) const {
   const SpecialTokens& special = vocab_->special();
   const bool word_piece = kind_ == TokenizerKind::kWordPiece;
   const TokenId first = word_piece ? special.cls : special.bos;

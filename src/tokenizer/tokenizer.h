@@ -29,7 +29,7 @@ struct EncodeOptions {
 };
 
 struct DecodeOptions {
-  bool render_special = false;  // write control tokens' text (otherwise they decode to nothing)
+  bool render_special = false;      // write control tokens' text (otherwise they decode to nothing)
   bool strip_leading_space = true;  // drop the space the encoder prefixed (SentencePiece, BERT)
 };
 

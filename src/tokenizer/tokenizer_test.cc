@@ -21,16 +21,18 @@ std::string tiny_bpe_json() {
   for (int b = 0; b < 256; ++b) vocab[byte_level_encode(std::string(1, static_cast<char>(b)))] = b;
   vocab["ab"] = 256;
   vocab["abc"] = 257;
-  vocab["\xC4\xA0" "a"] = 258;
+  vocab
+      ["\xC4\xA0"
+       "a"] = 258;
   Json j;
   j["model"] = {{"type", "BPE"},
                 {"vocab", vocab},
                 {"merges", Json::array({"a b", Json::array({"ab", "c"}), "\xC4\xA0 a"})}};
   j["normalizer"] = {{"type", "NFC"}};
   j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
-  j["added_tokens"] = Json::array(
-      {{{"id", 259}, {"content", "<|end|>"}, {"special", true}},
-       {{"id", 260}, {"content", "<tool>"}, {"special", false}, {"rstrip", true}}});
+  j["added_tokens"] =
+      Json::array({{{"id", 259}, {"content", "<|end|>"}, {"special", true}},
+                   {{"id", 260}, {"content", "<tool>"}, {"special", false}, {"rstrip", true}}});
   return j.dump();
 }
 

@@ -135,8 +135,7 @@ bool nfc(std::string_view text, std::string& out) {
 }
 
 bool nfd(std::string_view text, std::string& out) {
-  return normalize(text, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE),
-                   out);
+  return normalize(text, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE), out);
 }
 
 bool is_trivially_nfc(std::string_view text) {

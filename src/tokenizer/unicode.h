@@ -21,10 +21,10 @@ size_t decode_utf8(std::string_view text, size_t pos, char32_t& codepoint);
 void append_utf8(char32_t codepoint, std::string& out);
 
 // Unicode general categories by their first letter, and the properties tokenizers ask about.
-bool is_letter(char32_t c);        // L*
-bool is_number(char32_t c);        // N*
-bool is_punctuation(char32_t c);   // P*
-bool is_other(char32_t c);         // C* (control, format, surrogate, private use, unassigned)
+bool is_letter(char32_t c);       // L*
+bool is_number(char32_t c);       // N*
+bool is_punctuation(char32_t c);  // P*
+bool is_other(char32_t c);        // C* (control, format, surrogate, private use, unassigned)
 // Cc, Cf, Co, Cs: what Hugging Face's BertNormalizer removes as "control". Unassigned code points
 // (Cn, e.g. the noncharacters U+FFFF and U+10FFFF) stay and become [UNK], as its corpus shows.
 bool is_bert_control(char32_t c);

@@ -30,8 +30,8 @@ std::string quote(const std::string& s) {
 
 TEST(TokenizeCli, IdsPiecesJsonAndSpecialTokens) {
   SYN_REQUIRE_FIXTURE(vocab, "tokenizer/vocab/qwen2-vocab.gguf");
-  const std::string cmd = synapse_cli() + " tokenize -m " + quote(vocab) + " -p " +
-                          quote("Hello world!<|im_end|>");
+  const std::string cmd =
+      synapse_cli() + " tokenize -m " + quote(vocab) + " -p " + quote("Hello world!<|im_end|>");
   const auto plain = run_command(cmd + " --ids");
   ASSERT_EQ(plain.exit_code, 0) << plain.stderr_text;
   EXPECT_EQ(Json::parse(plain.stdout_text).size(), 8u);  // <|im_end|> stays text
