@@ -102,21 +102,16 @@ void BpeModel::encode_valid(std::string_view text, EncodeScratch& scratch,
 
 void BpeModel::encode_word(std::string_view word, EncodeScratch& scratch,
                            std::vector<TokenId>& out) const {
-  if (const auto cached = scratch.cache.find(word)) {
-    out.insert(out.end(), cached->begin(), cached->end());
-    return;
-  }
-  const size_t first = out.size();
-  if (options_.ignore_merges) {
-    const auto it = by_bytes_.find(word);
-    if (it != by_bytes_.end()) {
-      out.push_back(it->second);
-      scratch.cache.insert(word, std::span<const TokenId>(out).subspan(first));
-      return;
+  scratch.cache.append(word, out, [&](std::string_view w, std::vector<TokenId>& ids) {
+    if (options_.ignore_merges) {
+      const auto it = by_bytes_.find(w);
+      if (it != by_bytes_.end()) {
+        ids.push_back(it->second);
+        return;
+      }
     }
-  }
-  merge_word(word, scratch, out);
-  scratch.cache.insert(word, std::span<const TokenId>(out).subspan(first));
+    merge_word(w, scratch, ids);
+  });
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // builds the tokenizer the model's original one behaves like.
 #include <algorithm>
 #include <cctype>
+#include <type_traits>
 
 #include "format/gguf/gguf_keys.h"
 #include "tokenizer/bpe_model.h"
@@ -46,6 +47,29 @@ Result<TokenId> read_id(const GgufMetadata& metadata, std::string_view name, Tok
   return static_cast<TokenId>(id);
 }
 
+// An optional array with one value per token (scores, types); left empty when absent.
+template <typename T>
+Status read_per_token(const GgufMetadata& metadata, std::string_view name, size_t n_tokens,
+                      std::vector<T>& out) {
+  if (!metadata.contains(name)) return ok_status();
+  Result<std::vector<T>> values = [&]() -> Result<std::vector<T>> {
+    if constexpr (std::is_same_v<T, float>) {
+      return metadata.get_f32_array(name);
+    } else {
+      return metadata.get_i32_array(name);
+    }
+  }();
+  if (!values.ok()) return std::move(values).take_status();
+  if (values->size() != n_tokens) {
+    return Status(ErrorCode::kSizeMismatch, "has " + std::to_string(values->size()) +
+                                                " values for " + std::to_string(n_tokens) +
+                                                " tokens")
+        .with_key(std::string(name));
+  }
+  out = std::move(values).value();
+  return ok_status();
+}
+
 Result<std::unique_ptr<Vocab>> read_vocab(const GgufMetadata& metadata, std::string_view model) {
   SYN_ASSIGN_OR_RETURN(const auto texts, metadata.get_string_array(key::kTokenizerTokens));
   if (texts.empty()) {
@@ -53,21 +77,9 @@ Result<std::unique_ptr<Vocab>> read_vocab(const GgufMetadata& metadata, std::str
         .with_key(std::string(key::kTokenizerTokens));
   }
   std::vector<float> scores;
-  if (metadata.contains(key::kTokenizerScores)) {
-    SYN_ASSIGN_OR_RETURN(scores, metadata.get_f32_array(key::kTokenizerScores));
-    if (scores.size() != texts.size()) {
-      return Status(ErrorCode::kSizeMismatch, "scores and tokens differ in length")
-          .with_key(std::string(key::kTokenizerScores));
-    }
-  }
+  SYN_RETURN_IF_ERROR(read_per_token(metadata, key::kTokenizerScores, texts.size(), scores));
   std::vector<int32_t> types;
-  if (metadata.contains(key::kTokenizerTokenType)) {
-    SYN_ASSIGN_OR_RETURN(types, metadata.get_i32_array(key::kTokenizerTokenType));
-    if (types.size() != texts.size()) {
-      return Status(ErrorCode::kSizeMismatch, "token types and tokens differ in length")
-          .with_key(std::string(key::kTokenizerTokenType));
-    }
-  }
+  SYN_RETURN_IF_ERROR(read_per_token(metadata, key::kTokenizerTokenType, texts.size(), types));
   auto vocab = std::make_unique<Vocab>();
   for (size_t i = 0; i < texts.size(); ++i) {
     Vocab::Token token;

@@ -103,13 +103,9 @@ void SpmModel::encode(std::string_view text, bool after_special, EncodeScratch& 
 
 void SpmModel::encode_word(std::string_view word, EncodeScratch& scratch,
                            std::vector<TokenId>& out) const {
-  if (const auto cached = scratch.cache.find(word)) {
-    out.insert(out.end(), cached->begin(), cached->end());
-    return;
-  }
-  const size_t first = out.size();
-  merge_word(word, scratch, out);
-  scratch.cache.insert(word, std::span<const TokenId>(out).subspan(first));
+  scratch.cache.append(word, out, [&](std::string_view w, std::vector<TokenId>& ids) {
+    merge_word(w, scratch, ids);
+  });
 }
 
 namespace {

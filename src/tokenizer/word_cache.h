@@ -36,6 +36,19 @@ class WordCache {
     ids_.insert(ids_.end(), ids.begin(), ids.end());
   }
 
+  // Appends the ids of `word` to `out`: the cached ones, or those `compute(word, out)` appends
+  // (which are then cached).
+  template <typename Compute>
+  void append(std::string_view word, std::vector<TokenId>& out, Compute&& compute) {
+    if (const auto cached = find(word)) {
+      out.insert(out.end(), cached->begin(), cached->end());
+      return;
+    }
+    const size_t first = out.size();
+    compute(word, out);
+    insert(word, std::span<const TokenId>(out).subspan(first));
+  }
+
   void clear() {
     index_.clear();
     ids_.clear();
