@@ -14,6 +14,15 @@ pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash>=0.8)
 add_library(synapse_xxhash INTERFACE)
 target_link_libraries(synapse_xxhash INTERFACE PkgConfig::XXHASH)
 
+# PCRE2 (pre-tokenizer regexes, UTF + UCP + JIT) and utf8proc (Unicode categories, NFC/NFD,
+# case mapping) also ship only pkg-config files.
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8>=10.34)
+add_library(synapse_pcre2 INTERFACE)
+target_link_libraries(synapse_pcre2 INTERFACE PkgConfig::PCRE2)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc>=2.5)
+add_library(synapse_utf8proc INTERFACE)
+target_link_libraries(synapse_utf8proc INTERFACE PkgConfig::UTF8PROC)
+
 if(SYNAPSE_BUILD_TESTS)
   find_package(GTest 1.12 REQUIRED)
 endif()

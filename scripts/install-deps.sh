@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libxxhash-dev libssl-dev libsqlite3-dev
+  libpcre2-dev libutf8proc-dev           # tokenizer: pre-tokenizer regexes, Unicode data
   clang-format clang-tidy
 )
 
