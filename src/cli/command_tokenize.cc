@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "format/gguf/gguf_file.h"
+#include "format/model_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace synapse::cli {
@@ -43,8 +43,8 @@ Result<Tokenizer> load_tokenizer(const std::string& path) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
     return Tokenizer::from_hf_json_file(path);
   }
-  SYN_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
-  auto tok = Tokenizer::from_gguf(file.metadata());
+  SYN_ASSIGN_OR_RETURN(const std::unique_ptr<ModelFile> file, open_model_file(path));
+  auto tok = Tokenizer::from_gguf(file->metadata());
   if (!tok.ok()) return std::move(tok).take_status().with_path(path);
   return tok;
 }

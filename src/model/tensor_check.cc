@@ -27,14 +27,14 @@ bool shape_matches(std::span<const uint64_t> expected, std::span<const uint64_t>
 }  // namespace
 
 TensorCheckReport check_model_tensors(const Architecture& arch, const HParams& hp,
-                                      const GgufFile& file) {
+                                      const ModelFile& file) {
   TensorCheckReport report;
   std::unordered_set<std::string_view> known;
   const std::vector<TensorSpec> specs = arch.tensors(hp);
   for (const TensorSpec& spec : specs) {
     known.insert(spec.name);
     if (spec.required) ++report.expected_required;
-    const GgufTensorInfo* tensor = file.find_tensor(spec.name);
+    const TensorView* tensor = file.tensor_view(spec.name);
     if (tensor == nullptr) {
       if (spec.required) {
         report.problems.emplace_back(
@@ -65,7 +65,7 @@ TensorCheckReport check_model_tensors(const Architecture& arch, const HParams& h
                                    ErrorWhere{.tensor = spec.name});
     }
   }
-  for (const GgufTensorInfo& tensor : file.tensors()) {
+  for (const TensorView& tensor : file.tensor_views()) {
     if (!known.contains(tensor.name)) report.unknown.emplace_back(tensor.name);
   }
   return report;

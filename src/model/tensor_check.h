@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "format/gguf/gguf_file.h"
+#include "format/model_file.h"
 #include "model/arch/architecture.h"
 
 namespace synapse {
@@ -24,6 +24,6 @@ struct TensorCheckReport {
 };
 
 TensorCheckReport check_model_tensors(const Architecture& arch, const HParams& hp,
-                                      const GgufFile& file);
+                                      const ModelFile& file);
 
 }  // namespace synapse

@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "format/gguf/gguf_limits.h"
 #include "format/gguf/gguf_metadata.h"
+#include "format/model_file.h"
 #include "format/tensor_type.h"
 
 namespace synapse {
@@ -49,7 +50,7 @@ struct GgufLayout {
   uint64_t trailing_bytes = 0;           // after the last tensor's padded end
 };
 
-class GgufFile {
+class GgufFile final : public ModelFile {
  public:
   // Maps and validates a file.
   static Result<GgufFile> open(const std::string& path, const GgufLimits& limits = {});
@@ -61,13 +62,20 @@ class GgufFile {
   GgufFile& operator=(GgufFile&&) noexcept = default;
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
-  ~GgufFile() = default;
+  ~GgufFile() override = default;
 
-  const std::string& path() const { return path_; }
+  // ModelFile.
+  std::string_view format_name() const override { return "gguf"; }
+  const std::string& path() const override { return path_; }
+  const GgufMetadata& metadata() const override { return metadata_; }
+  std::span<const TensorView> tensor_views() const override { return views_; }
+  const TensorView* tensor_view(std::string_view name) const override;
+  const MappedFile& mapping() const override { return mapping_; }
+
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t data_section_offset() const { return data_offset_; }
-  const GgufMetadata& metadata() const { return metadata_; }
+  // GGUF specifics: tensor infos with their offsets, in file order (parallel to tensor_views()).
   std::span<const GgufTensorInfo> tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   // The tensor's bytes, a view into the mapping.
@@ -76,7 +84,6 @@ class GgufFile {
   std::span<const uint8_t> file_bytes() const { return bytes_; }
   // The furthest byte offset the parser looked at: validation touches nothing past the infos.
   uint64_t parsed_bytes() const { return parsed_bytes_; }
-  const MappedFile& mapping() const { return mapping_; }
 
  private:
   GgufFile() = default;
@@ -91,6 +98,7 @@ class GgufFile {
   uint64_t parsed_bytes_ = 0;
   GgufMetadata metadata_;
   std::vector<GgufTensorInfo> tensors_;
+  std::vector<TensorView> views_;
   std::unordered_map<std::string_view, size_t> tensor_index_;
   GgufLayout layout_;
 };

@@ -47,6 +47,10 @@ class GgufParser {
     out.layout_.tensor_info_bytes = pos_ - infos_start;
     SYN_RETURN_IF_ERROR(validate_data_section(out));
     out.parsed_bytes_ = max_pos_;
+    out.views_.reserve(out.tensors_.size());
+    for (const GgufTensorInfo& t : out.tensors_) {
+      out.views_.push_back(TensorView{t.name, t.type, t.n_dims, t.dims, out.tensor_data(t)});
+    }
     return ok_status();
   }
 
@@ -438,6 +442,11 @@ Result<GgufFile> GgufFile::open(const std::string& path, const GgufLimits& limit
 const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
   const auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const TensorView* GgufFile::tensor_view(std::string_view name) const {
+  const auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &views_[it->second];
 }
 
 std::span<const uint8_t> GgufFile::tensor_data(const GgufTensorInfo& tensor) const {

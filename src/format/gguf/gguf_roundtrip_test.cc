@@ -210,6 +210,18 @@ TEST(GgufRoundTrip, WriteFileIsAtomicAndIdentical) {
     ++entries;
   }
   EXPECT_EQ(entries, 1u) << "temporary file left behind";
+  // The format-neutral view of the same file.
+  const Result<std::unique_ptr<ModelFile>> model = open_model_file(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->format_name(), "gguf");
+  ASSERT_EQ((*model)->tensor_views().size(), 6u);
+  const TensorView* view = (*model)->tensor_view("c.q4_k");
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->type, TensorType::kQ4_K);
+  EXPECT_EQ(view->rows(), 2u);
+  EXPECT_EQ(view->row_bytes(), 144u);
+  EXPECT_TRUE(std::equal(view->data.begin(), view->data.end(), s.data[2].begin(), s.data[2].end()));
+  EXPECT_EQ((*model)->tensor_view("missing"), nullptr);
   const Result<GgufFile> opened = GgufFile::open(path);
   ASSERT_TRUE(opened.ok());
   EXPECT_EQ(opened->path(), path);
