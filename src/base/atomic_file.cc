@@ -121,8 +121,8 @@ Status AtomicFile::write_at(uint64_t offset, std::span<const uint8_t> bytes) {
   synced_ = false;
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,
-                               static_cast<off_t>(offset + done));
+    const ssize_t n =
+        ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return errno_status("write failed", temp_path_);
     done += static_cast<size_t>(n);

@@ -30,8 +30,8 @@ GgufKvReader::GgufKvReader(std::span<const uint8_t> bytes, uint64_t begin, uint6
 Status GgufKvReader::need(uint64_t n, std::string_view what) {
   if (n > remaining()) {
     return error_at(ErrorCode::kFileTruncated, pos_,
-                    region_ + " ends inside " + std::string(what) + " (needs " +
-                        std::to_string(n) + " bytes, " + std::to_string(remaining()) + " left)");
+                    region_ + " ends inside " + std::string(what) + " (needs " + std::to_string(n) +
+                        " bytes, " + std::to_string(remaining()) + " left)");
   }
   max_pos_ = std::max(max_pos_, pos_ + n);
   return ok_status();

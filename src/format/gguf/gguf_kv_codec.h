@@ -75,8 +75,7 @@ void append_le(std::vector<uint8_t>& out, T value) {
 }
 void append_gguf_string(std::vector<uint8_t>& out, std::string_view text);
 void append_gguf_value(std::vector<uint8_t>& out, const GgufValue& value);
-void append_gguf_key_value(std::vector<uint8_t>& out, std::string_view key,
-                           const GgufValue& value);
+void append_gguf_key_value(std::vector<uint8_t>& out, std::string_view key, const GgufValue& value);
 
 // What a writer accepts as a key: non-empty UTF-8 of at most 65535 bytes.
 Status check_gguf_key(std::string_view key);
