@@ -28,9 +28,9 @@ struct PackageTensorInfo {
   TensorType type = TensorType::kF32;
   uint32_t n_dims = 0;
   std::array<uint64_t, kPackageMaxDims> dims = {1, 1, 1, 1};  // ne[0] innermost
-  uint64_t data_offset = 0;  // relative to the data section
+  uint64_t data_offset = 0;                                   // relative to the data section
   uint64_t bytes = 0;
-  Hash128 checksum;               // XXH3-128 of the tensor's bytes
+  Hash128 checksum;                 // XXH3-128 of the tensor's bytes
   uint64_t record_file_offset = 0;  // where its table record starts in the file
 
   std::span<const uint64_t> shape() const { return {dims.data(), n_dims}; }

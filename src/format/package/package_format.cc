@@ -66,6 +66,19 @@ uint64_t package_header_checksum(std::span<const uint8_t, kPackageHeaderBytes> b
   return xxh3_64(bytes.first(field::kHeaderChecksum));
 }
 
+void reseal_package_checksums(std::span<uint8_t> bytes) {
+  if (bytes.size() < kPackageHeaderBytes) return;
+  const PackageHeader h = PackageHeader::decode(bytes.first<kPackageHeaderBytes>());
+  const auto section_hash = [&bytes](uint64_t offset, uint64_t size, uint64_t field_at) {
+    if (offset > bytes.size() || size > bytes.size() - offset) return;
+    store_hash(bytes.data() + field_at, xxh3_128(bytes.subspan(offset, size)));
+  };
+  section_hash(h.manifest_offset, h.manifest_bytes, field::kManifestXxh3);
+  section_hash(h.table_offset, h.table_bytes, field::kTableXxh3);
+  store_le(bytes.data() + field::kHeaderChecksum,
+           package_header_checksum(bytes.first<kPackageHeaderBytes>()));
+}
+
 std::string compute_graph_hash(const GgufMetadata& metadata, std::span<const TensorView> tensors) {
   std::vector<uint8_t> canonical;
   append_gguf_string(canonical, "synapse graph v1");

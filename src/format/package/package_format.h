@@ -83,6 +83,11 @@ struct PackageHeader {
 // XXH3-64 of the header bytes before the checksum field.
 uint64_t package_header_checksum(std::span<const uint8_t, kPackageHeaderBytes> bytes);
 
+// Recomputes the header, manifest and table checksums of a package held in memory, where the
+// header's section sizes allow (bounded: ranges outside `bytes` are left alone). For tests and
+// fuzzing only: it lets a mutated package reach the checks behind the checksums.
+void reseal_package_checksums(std::span<uint8_t> bytes);
+
 // Caps for reading packages; the manifest's key/value pairs use the GGUF caps.
 struct PackageLimits {
   GgufLimits manifest;

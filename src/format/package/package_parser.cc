@@ -97,7 +97,8 @@ class PackageParser {
                       "file is " + std::to_string(size) + " bytes, the header alone is " +
                           std::to_string(kPackageHeaderBytes));
     }
-    const std::span<const uint8_t, kPackageHeaderBytes> header_bytes = bytes_.first<kPackageHeaderBytes>();
+    const std::span<const uint8_t, kPackageHeaderBytes> header_bytes =
+        bytes_.first<kPackageHeaderBytes>();
     if (load_le<uint64_t>(bytes_.data() + field::kHeaderChecksum) !=
         package_header_checksum(header_bytes)) {
       return error_at(ErrorCode::kChecksumMismatch, field::kHeaderChecksum,
@@ -122,14 +123,14 @@ class PackageParser {
     if (!is_power_of_two(h.alignment) || h.alignment < kPackageMinAlignment ||
         h.alignment > kPackageMaxAlignment) {
       return error_at(ErrorCode::kBadAlignment, field::kAlignment,
-                      "alignment " + std::to_string(h.alignment) +
-                          " is not a power of two from " + std::to_string(kPackageMinAlignment) +
-                          " to " + std::to_string(kPackageMaxAlignment));
+                      "alignment " + std::to_string(h.alignment) + " is not a power of two from " +
+                          std::to_string(kPackageMinAlignment) + " to " +
+                          std::to_string(kPackageMaxAlignment));
     }
     if (h.manifest_offset != kPackageHeaderBytes) {
-      return error_at(ErrorCode::kBadValue, field::kManifestOffset,
-                      "the manifest must follow the header at byte " +
-                          std::to_string(kPackageHeaderBytes));
+      return error_at(
+          ErrorCode::kBadValue, field::kManifestOffset,
+          "the manifest must follow the header at byte " + std::to_string(kPackageHeaderBytes));
     }
     const auto manifest_end = checked_add(h.manifest_offset, h.manifest_bytes);
     if (!manifest_end || *manifest_end > size) {
@@ -138,9 +139,9 @@ class PackageParser {
                           " lies outside the " + std::to_string(size) + "-byte file");
     }
     if (h.table_offset != *manifest_end) {
-      return error_at(ErrorCode::kBadValue, field::kTableOffset,
-                      "the tensor table must follow the manifest at byte " +
-                          std::to_string(*manifest_end));
+      return error_at(
+          ErrorCode::kBadValue, field::kTableOffset,
+          "the tensor table must follow the manifest at byte " + std::to_string(*manifest_end));
     }
     const auto table_end = checked_add(h.table_offset, h.table_bytes);
     if (!table_end || *table_end > size) {
@@ -150,8 +151,8 @@ class PackageParser {
     }
     if (h.tensor_count > limits_.max_tensors) {
       return error_at(ErrorCode::kLimitExceeded, field::kTensorCount,
-                      "tensor count " + std::to_string(h.tensor_count) +
-                          " exceeds the limit of " + std::to_string(limits_.max_tensors));
+                      "tensor count " + std::to_string(h.tensor_count) + " exceeds the limit of " +
+                          std::to_string(limits_.max_tensors));
     }
     // tensor_count <= max_tensors (at most 2^32 in any sane limit): no overflow.
     if (h.tensor_count * kMinTensorRecordBytes > h.table_bytes) {
@@ -186,9 +187,9 @@ class PackageParser {
     SYN_ASSIGN_OR_RETURN(std::vector<GgufKeyValue> model, read_section(reader, "model"));
     SYN_ASSIGN_OR_RETURN(std::vector<GgufKeyValue> package, read_section(reader, "package"));
     if (reader.remaining() != 0) {
-      return error_at(ErrorCode::kSizeMismatch, reader.pos(),
-                      "manifest has " + std::to_string(reader.remaining()) +
-                          " bytes after its last key");
+      return error_at(
+          ErrorCode::kSizeMismatch, reader.pos(),
+          "manifest has " + std::to_string(reader.remaining()) + " bytes after its last key");
     }
     out.metadata_ = GgufMetadata(std::move(model));
     out.package_metadata_ = GgufMetadata(std::move(package));
@@ -254,8 +255,7 @@ class PackageParser {
     const std::span<const uint8_t> table = bytes_.subspan(h.table_offset, h.table_bytes);
     if (xxh3_128(table) != h.table_checksum) {
       return error_at(ErrorCode::kChecksumMismatch, h.table_offset,
-                      "tensor table checksum does not match: the table is damaged",
-                      "tensor table");
+                      "tensor table checksum does not match: the table is damaged", "tensor table");
     }
     GgufKvReader reader(bytes_, h.table_offset, h.table_offset + h.table_bytes, limits_.manifest,
                         "tensor table");
@@ -265,8 +265,9 @@ class PackageParser {
     for (uint64_t i = 0; i < h.tensor_count; ++i) {
       SYN_ASSIGN_OR_RETURN(PackageTensorInfo t, read_record(reader, out, next_offset));
       if (!out.tensor_index_.emplace(t.name, out.tensors_.size()).second) {
-        return Status(ErrorCode::kDuplicateTensor, "tensor name appears twice",
-                      ErrorWhere{.byte_offset = t.record_file_offset, .tensor = std::string(t.name)});
+        return Status(
+            ErrorCode::kDuplicateTensor, "tensor name appears twice",
+            ErrorWhere{.byte_offset = t.record_file_offset, .tensor = std::string(t.name)});
       }
       out.layout_.tensor_data_bytes += t.bytes;
       // t.data_offset + t.bytes <= data_bytes, so aligning cannot overflow.
@@ -296,7 +297,8 @@ class PackageParser {
       return Status(code, std::move(message),
                     ErrorWhere{.byte_offset = at, .tensor = std::string(t.name)});
     };
-    if (t.name.empty()) return fail(ErrorCode::kBadValue, t.record_file_offset, "empty tensor name");
+    if (t.name.empty())
+      return fail(ErrorCode::kBadValue, t.record_file_offset, "empty tensor name");
     if (const auto bad = find_invalid_utf8(t.name)) {
       return fail(ErrorCode::kInvalidUtf8, t.record_file_offset + 8 + *bad,
                   "tensor name is not valid UTF-8");

@@ -36,9 +36,9 @@ void write_sample_gguf(const std::string& path, uint32_t alignment = 32, uint8_t
       {"bool", GgufValue::scalar(true)},
       {"tokenizer.ggml.tokens", GgufValue::string_array({"<s>", "", "\xE4\xB8\xAD"})},
       {"tokenizer.ggml.scores", GgufValue::array(std::vector<float>{0.0f, -1.0f, -2.0f})},
-      {"nested", GgufValue::array_of_arrays({GgufValue::array(std::vector<int32_t>{1, 2}),
-                                             GgufValue::array_of_arrays(
-                                                 {GgufValue::string_array({"x"})})})}};
+      {"nested",
+       GgufValue::array_of_arrays({GgufValue::array(std::vector<int32_t>{1, 2}),
+                                   GgufValue::array_of_arrays({GgufValue::string_array({"x"})})})}};
   if (reversed_keys) std::reverse(kvs.begin() + 1, kvs.end());
   for (const auto& [key, value] : kvs) ASSERT_TRUE(w.set(key, value).ok());
   const std::vector<uint64_t> f32_dims{3}, q4k_dims{256}, q8_dims{32, 2}, bf16_dims{2, 1, 1, 2};
@@ -77,8 +77,7 @@ void expect_same_model(const ModelFile& source, const PackageFile& package) {
     EXPECT_EQ(p->type, s.type);
     EXPECT_EQ(p->n_dims, s.n_dims);
     EXPECT_EQ(p->dims, s.dims);
-    EXPECT_TRUE(std::equal(s.data.begin(), s.data.end(), p->data.begin(), p->data.end()))
-        << s.name;
+    EXPECT_TRUE(std::equal(s.data.begin(), s.data.end(), p->data.begin(), p->data.end())) << s.name;
   }
 }
 
@@ -156,8 +155,8 @@ TEST_F(PackageTest, VerifyAcceptsAnIntactPackage) {
   const Result<PackageFile> package = PackageFile::open(package_);
   ASSERT_TRUE(package.ok());
   uint64_t last_progress = 0;
-  const auto report =
-      verify_package(*package, {.progress = [&](uint64_t done, uint64_t) { last_progress = done; }});
+  const auto report = verify_package(
+      *package, {.progress = [&](uint64_t done, uint64_t) { last_progress = done; }});
   ASSERT_TRUE(report.ok()) << report.status().to_string();
   EXPECT_EQ(report->tensors_checked, 4u);
   EXPECT_EQ(report->bytes_checked, package->file_bytes().size() - package->header().table_offset -
@@ -240,8 +239,8 @@ TEST_F(PackageTest, EveryDamagedByteBeforeTheDataFailsOpenNamingItsSection) {
 
 TEST_F(PackageTest, TruncatedOrExtendedFilesFailAtOpen) {
   Bytes bytes = package_bytes();
-  for (const size_t n : {size_t{0}, size_t{5}, size_t{10}, size_t{100}, bytes.size() / 2,
-                         bytes.size() - 1}) {
+  for (const size_t n :
+       {size_t{0}, size_t{5}, size_t{10}, size_t{100}, bytes.size() / 2, bytes.size() - 1}) {
     const Result<PackageFile> r = PackageFile::parse(std::span(bytes).first(n), "cut");
     ASSERT_FALSE(r.ok()) << n;
     EXPECT_EQ(r.status().code(), ErrorCode::kFileTruncated) << n << ": " << r.status().to_string();

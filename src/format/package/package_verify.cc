@@ -30,14 +30,15 @@ Result<PackageVerifyReport> verify_package(const PackageFile& file,
   PackageVerifyReport report;
   const auto check_padding = [&](uint64_t begin, uint64_t end, std::string what) -> Status {
     if (const auto bad = first_nonzero(bytes.subspan(begin, end - begin))) {
-      return Status(ErrorCode::kBadValue, "padding " + what + " is not zero",
-                    ErrorWhere{.path = file.path(), .byte_offset = begin + *bad, .field = "padding"});
+      return Status(
+          ErrorCode::kBadValue, "padding " + what + " is not zero",
+          ErrorWhere{.path = file.path(), .byte_offset = begin + *bad, .field = "padding"});
     }
     report.bytes_checked += end - begin;
     return ok_status();
   };
-  SYN_RETURN_IF_ERROR(check_padding(h.table_offset + h.table_bytes, h.data_offset,
-                                    "before the tensor data"));
+  SYN_RETURN_IF_ERROR(
+      check_padding(h.table_offset + h.table_bytes, h.data_offset, "before the tensor data"));
   for (const PackageTensorInfo& t : file.tensors()) {
     const uint64_t start = h.data_offset + t.data_offset;
     const std::span<const uint8_t> data = bytes.subspan(start, t.bytes);
@@ -51,11 +52,11 @@ Result<PackageVerifyReport> verify_package(const PackageFile& file,
     }
     const Hash128 actual = hasher.digest();
     if (actual != t.checksum) {
-      return Status(ErrorCode::kChecksumMismatch,
-                    "tensor data is damaged: XXH3-128 " + actual.to_hex() + ", expected " +
-                        t.checksum.to_hex(),
-                    ErrorWhere{.path = file.path(), .byte_offset = start,
-                               .tensor = std::string(t.name)});
+      return Status(
+          ErrorCode::kChecksumMismatch,
+          "tensor data is damaged: XXH3-128 " + actual.to_hex() + ", expected " +
+              t.checksum.to_hex(),
+          ErrorWhere{.path = file.path(), .byte_offset = start, .tensor = std::string(t.name)});
     }
     const uint64_t end = start + t.bytes;
     SYN_RETURN_IF_ERROR(check_padding(end, *checked_align_up(end, h.alignment),

@@ -91,11 +91,13 @@ Result<PackageWriteResult> write_package(const ModelFile& source, AtomicFile& ou
       return Status(ErrorCode::kInternal, "tensor view outside the source mapping",
                     ErrorWhere{.path = source.path(), .tensor = std::string(view.name)});
     }
-    tensors.push_back({&view, static_cast<uint64_t>(view.data.data() - source_bytes.data()), 0, {}});
+    tensors.push_back(
+        {&view, static_cast<uint64_t>(view.data.data() - source_bytes.data()), 0, {}});
   }
-  std::stable_sort(tensors.begin(), tensors.end(), [](const PlannedTensor& a, const PlannedTensor& b) {
-    return a.source_offset < b.source_offset;
-  });
+  std::stable_sort(tensors.begin(), tensors.end(),
+                   [](const PlannedTensor& a, const PlannedTensor& b) {
+                     return a.source_offset < b.source_offset;
+                   });
   uint64_t data_bytes = 0;
   PackageWriteResult result;
   for (PlannedTensor& t : tensors) {
@@ -115,8 +117,7 @@ Result<PackageWriteResult> write_package(const ModelFile& source, AtomicFile& ou
 
   PackageHeader h;
   h.alignment = options.alignment;
-  h.manifest_bytes =
-      encode_manifest(source.metadata(), result, facts).size();
+  h.manifest_bytes = encode_manifest(source.metadata(), result, facts).size();
   h.table_offset = h.manifest_offset + h.manifest_bytes;
   h.table_bytes = encode_table(tensors).size();
   h.tensor_count = tensors.size();
@@ -141,7 +142,8 @@ Result<PackageWriteResult> write_package(const ModelFile& source, AtomicFile& ou
     const std::span<const uint8_t> data = t.view->data;
     Xxh3Hasher128 tensor_hash;
     for (uint64_t done = 0; done < data.size(); done += kChunkBytes) {
-      const std::span<const uint8_t> chunk = data.subspan(done, std::min(kChunkBytes, data.size() - done));
+      const std::span<const uint8_t> chunk =
+          data.subspan(done, std::min(kChunkBytes, data.size() - done));
       tensor_hash.update(chunk);
       const uint64_t chunk_offset = t.source_offset + done;
       hash_source_until(chunk_offset + chunk.size());
@@ -152,8 +154,8 @@ Result<PackageWriteResult> write_package(const ModelFile& source, AtomicFile& ou
       report();
     }
     t.checksum = tensor_hash.digest();
-    SYN_RETURN_IF_ERROR(out.write_zeros(*checked_align_up(out.bytes_written(), h.alignment) -
-                                        out.bytes_written()));
+    SYN_RETURN_IF_ERROR(
+        out.write_zeros(*checked_align_up(out.bytes_written(), h.alignment) - out.bytes_written()));
   }
   hash_source_until(source_bytes.size());
   result.source_sha256 = to_hex(source_hash.finish());
@@ -162,8 +164,7 @@ Result<PackageWriteResult> write_package(const ModelFile& source, AtomicFile& ou
                   ErrorWhere{.path = out.temp_path()});
   }
 
-  const std::vector<uint8_t> manifest =
-      encode_manifest(source.metadata(), result, facts);
+  const std::vector<uint8_t> manifest = encode_manifest(source.metadata(), result, facts);
   const std::vector<uint8_t> table = encode_table(tensors);
   if (manifest.size() != h.manifest_bytes || table.size() != h.table_bytes) {
     return Status(ErrorCode::kInternal, "manifest or table size changed while writing");
@@ -182,9 +183,10 @@ Result<PackageWriteResult> convert_to_package(const std::string& source_path,
                                               const PackageWriteOptions& options) {
   SYN_ASSIGN_OR_RETURN(const std::unique_ptr<ModelFile> source, open_model_file(source_path));
   if (source->format_name() != "gguf") {
-    return Status(ErrorCode::kInvalidArgument,
-                  "already a " + std::string(source->format_name()) + " package: nothing to convert",
-                  ErrorWhere{.path = source_path});
+    return Status(
+        ErrorCode::kInvalidArgument,
+        "already a " + std::string(source->format_name()) + " package: nothing to convert",
+        ErrorWhere{.path = source_path});
   }
   SYN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::create(out_path));
   SYN_ASSIGN_OR_RETURN(PackageWriteResult result, write_package(*source, out, options));
