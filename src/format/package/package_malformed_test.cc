@@ -524,8 +524,7 @@ TEST(PackageTruncation, EveryPrefixIsTruncated) {
 // error. The seed is fixed.
 TEST(PackageCorruption, ResealedRandomMutations) {
   PackageSpec spec;
-  spec.model.push_back({"tokens", id(VT::kArray),
-                        [] {
+  spec.model.push_back({"tokens", id(VT::kArray), [] {
                           Bytes v;
                           append_le(v, id(VT::kString));
                           append_le<uint64_t>(v, 3);
@@ -537,7 +536,9 @@ TEST(PackageCorruption, ResealedRandomMutations) {
   ASSERT_TRUE(clean.ok());
   const uint64_t table_end = clean->header().table_offset + clean->header().table_bytes;
   std::mt19937_64 rng(20260822);
-  auto below = [&rng](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
+  auto below = [&rng](uint64_t n) {
+    return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng);
+  };
   size_t accepted = 0;
   for (int i = 0; i < 3000; ++i) {
     Bytes bytes = original;
