@@ -11,16 +11,20 @@
 
 namespace synapse {
 
-Result<std::unique_ptr<ModelFile>> open_model_file(const std::string& path) {
-  // Sniff the magic; a file of neither kind goes to the GGUF reader, which reports bad_magic
-  // (and not_found, permission_denied, ... for files it cannot open).
+std::string_view sniff_model_format(const std::string& path) {
   std::array<uint8_t, kPackageMagic.size()> magic{};
   ssize_t got = -1;
   if (const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); fd >= 0) {
     got = ::read(fd, magic.data(), magic.size());
     ::close(fd);
   }
-  if (got == static_cast<ssize_t>(magic.size()) && magic == kPackageMagic) {
+  return got == static_cast<ssize_t>(magic.size()) && magic == kPackageMagic ? "synapse" : "gguf";
+}
+
+Result<std::unique_ptr<ModelFile>> open_model_file(const std::string& path) {
+  // A file of neither kind goes to the GGUF reader, which reports bad_magic (and not_found,
+  // permission_denied, ... for files it cannot open).
+  if (sniff_model_format(path) == "synapse") {
     SYN_ASSIGN_OR_RETURN(PackageFile file, PackageFile::open(path));
     return std::unique_ptr<ModelFile>(std::make_unique<PackageFile>(std::move(file)));
   }

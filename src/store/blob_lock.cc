@@ -36,7 +36,8 @@ Result<FileLock> FileLock::try_lock(const std::string& path, Mode mode) {
                   ErrorWhere{.path = path});
   }
   // The file may have been unlinked (or replaced) after open and before the lock.
-  struct stat held {}, now {};
+  struct stat held {
+  }, now{};
   if (::fstat(fd, &held) != 0 || ::stat(path.c_str(), &now) != 0 || held.st_dev != now.st_dev ||
       held.st_ino != now.st_ino) {
     return Status(ErrorCode::kNotFound, "removed while being locked", ErrorWhere{.path = path});

@@ -41,18 +41,18 @@ Result<ResolvedModel> resolve_model(std::string_view ref, const ResolveOptions& 
     import.progress = [&](std::string_view stage, uint64_t done, uint64_t total) {
       if (stage == "converting" && !announced && options.notice) {
         options.notice("preparing " + name + " (once)...");
-        announced = true;
-      }
-      if (options.progress) options.progress(stage, done, total);
-    };
-    SYN_ASSIGN_OR_RETURN(const ImportResult imported, store.import(path, import));
-    return leased(store, imported.model.digest, imported.name);
+    announced = true;
   }
-  if (looks_like_path(ref) && !std::filesystem::exists(path, error)) {
-    return Status(ErrorCode::kNotFound, "no such file", ErrorWhere{.path = path});
-  }
-  SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(options.store_directory));
-  return leased(store, ref, path);
+  if (options.progress) options.progress(stage, done, total);
+};
+SYN_ASSIGN_OR_RETURN(const ImportResult imported, store.import(path, import));
+return leased(store, imported.model.digest, imported.name);
+}  // namespace synapse
+if (looks_like_path(ref) && !std::filesystem::exists(path, error)) {
+  return Status(ErrorCode::kNotFound, "no such file", ErrorWhere{.path = path});
+}
+SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(options.store_directory));
+return leased(store, ref, path);
 }
 
 }  // namespace synapse

@@ -52,9 +52,8 @@ constexpr std::string_view kBlobColumns =
     "unreferenced_since";
 
 bool is_hex(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-  });
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 // SHA-256 of a mapped file, reporting progress and releasing pages behind the cursor.
@@ -140,7 +139,8 @@ Result<ModelStore> ModelStore::open(std::string directory) {
 Status ModelStore::migrate() {
   SYN_ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::begin(db_));
   SYN_RETURN_IF_ERROR(db_.exec("CREATE TABLE IF NOT EXISTS schema_version(version INTEGER)"));
-  SYN_ASSIGN_OR_RETURN(SqliteStatement select, db_.prepare("SELECT MAX(version) FROM schema_version"));
+  SYN_ASSIGN_OR_RETURN(SqliteStatement select,
+                       db_.prepare("SELECT MAX(version) FROM schema_version"));
   SYN_ASSIGN_OR_RETURN(const bool row, select.step());
   const std::optional<int64_t> version = row ? select.column_optional_int(0) : std::nullopt;
   if (version && *version > kSchemaVersion) {
@@ -277,7 +277,8 @@ Result<ImportResult> ModelStore::import(const std::string& path, const ImportOpt
   const std::string name = options.name.empty() ? default_alias(path) : options.name;
   Status name_ok = check_alias_name(name);
   if (!name_ok.ok()) {
-    return Status(name_ok.code(), name_ok.message() + (options.name.empty() ? " (choose one with --name)" : ""),
+    return Status(name_ok.code(),
+                  name_ok.message() + (options.name.empty() ? " (choose one with --name)" : ""),
                   name_ok.where());
   }
   SYN_ASSIGN_OR_RETURN(const std::unique_ptr<ModelFile> file, open_model_file(path));
@@ -343,8 +344,7 @@ Result<ImportResult> ModelStore::commit_import(AtomicFile* temp, StoredModel mod
                                                std::string name, bool keep_existing_alias) {
   ImportResult result;
   SYN_ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::begin(db_));
-  SYN_ASSIGN_OR_RETURN(SqliteStatement exists,
-                       db_.prepare("SELECT 1 FROM blobs WHERE digest = ?"));
+  SYN_ASSIGN_OR_RETURN(SqliteStatement exists, db_.prepare("SELECT 1 FROM blobs WHERE digest = ?"));
   exists.bind(1, model.digest);
   SYN_ASSIGN_OR_RETURN(const bool stored, exists.step());
   const bool file_present = std::filesystem::exists(model.path);

@@ -42,7 +42,7 @@ struct StoredModel {
   std::string source_name;
   std::string architecture;
   std::string graph_hash;
-  int64_t imported_at = 0;                   // unix seconds
+  int64_t imported_at = 0;                    // unix seconds
   std::optional<int64_t> unreferenced_since;  // gc's mark: no alias since then
   std::vector<std::string> aliases;
   std::vector<int> lease_holders;  // pids holding leases now (best effort, list/find only)
@@ -57,7 +57,8 @@ class ModelLease {
 
  private:
   friend class ModelStore;
-  ModelLease(std::string digest, FileLock lock) : digest_(std::move(digest)), lock_(std::move(lock)) {}
+  ModelLease(std::string digest, FileLock lock)
+      : digest_(std::move(digest)), lock_(std::move(lock)) {}
   std::string digest_;
   FileLock lock_;
 };
@@ -76,8 +77,8 @@ struct ImportOptions {
 struct ImportResult {
   StoredModel model;
   std::string name;
-  bool already_stored = false;      // the same content was in the store: nothing written
-  std::string previous_digest;     // the alias pointed elsewhere before (now unreferenced?)
+  bool already_stored = false;  // the same content was in the store: nothing written
+  std::string previous_digest;  // the alias pointed elsewhere before (now unreferenced?)
 };
 
 struct RemoveOptions {
@@ -99,11 +100,11 @@ struct GcOptions {
 };
 
 struct GcReport {
-  std::vector<std::string> marked;          // newly unreferenced blobs
-  std::vector<std::string> unmarked;        // referenced again since marked
-  std::vector<std::string> deleted;         // blobs deleted
-  std::vector<std::string> kept_leased;     // due for deletion but leased: kept
-  std::vector<std::string> missing_removed; // rows whose blob file had disappeared
+  std::vector<std::string> marked;               // newly unreferenced blobs
+  std::vector<std::string> unmarked;             // referenced again since marked
+  std::vector<std::string> deleted;              // blobs deleted
+  std::vector<std::string> kept_leased;          // due for deletion but leased: kept
+  std::vector<std::string> missing_removed;      // rows whose blob file had disappeared
   std::vector<std::string> stray_files_removed;  // temporary files, blobs without a row
   uint64_t bytes_freed = 0;
 };
@@ -138,7 +139,8 @@ class ModelStore {
   std::string blob_path(std::string_view digest) const;
 
  private:
-  ModelStore(std::string directory, SqliteDb db) : directory_(std::move(directory)), db_(std::move(db)) {}
+  ModelStore(std::string directory, SqliteDb db)
+      : directory_(std::move(directory)), db_(std::move(db)) {}
   Status migrate();
   Result<std::optional<StoredModel>> find_blob(std::string_view column, std::string_view value);
   Result<std::string> resolve_digest(std::string_view ref);

@@ -243,8 +243,7 @@ TEST_F(ModelStoreTest, RemoveRefusesOrWaitsWhileAnotherProcessHoldsALease) {
   const auto refused = store.remove("busy");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kUnavailable);
-  EXPECT_NE(refused.status().message().find("process " + std::to_string(child)),
-            std::string::npos)
+  EXPECT_NE(refused.status().message().find("process " + std::to_string(child)), std::string::npos)
       << refused.status().message();
   EXPECT_TRUE(store.find("busy").ok()) << "a refused removal changed the store";
   // gc keeps a leased blob too, even when it is due.
@@ -287,7 +286,7 @@ TEST_F(ModelStoreTest, LeasesCountWithinOneProcessAndFailForRemovedModels) {
 // A forced crash in the middle of writing the package: the store shows nothing half done, gc
 // removes the leftover, and importing again works.
 TEST_F(ModelStoreTest, CrashDuringImportLeavesTheStoreConsistent) {
-  write_model(model_a_, 1, 4096);  // 2 MB of tensors, so the crash lands mid-data
+  write_model(model_a_, 1, 4096);            // 2 MB of tensors, so the crash lands mid-data
   GTEST_FLAG_SET(death_test_style, "fast");  // fork: the child shares this test's directory
   EXPECT_DEATH(
       {
@@ -363,8 +362,7 @@ TEST_F(ModelStoreTest, ResolvesPathsNamesAndPreparesGgufOnce) {
   const auto raw = resolve_model(model_a_, options);
   ASSERT_TRUE(raw.ok());
   EXPECT_EQ(raw->path, model_a_);
-  EXPECT_EQ(resolve_model(dir_.file("none.gguf"), options).status().code(),
-            ErrorCode::kNotFound);
+  EXPECT_EQ(resolve_model(dir_.file("none.gguf"), options).status().code(), ErrorCode::kNotFound);
   EXPECT_TRUE(notices.empty());
 
   // Commands that run models prepare a GGUF into the store, visibly, once.

@@ -14,7 +14,7 @@ void SqliteStatement::Finalizer::operator()(sqlite3_stmt* statement) const {
 
 Status SqliteDb::error(std::string_view what) const {
   const int code = sqlite3_extended_errcode(db_.get()) & 0xFF;
-  const ErrorCode mapped = code == SQLITE_BUSY || code == SQLITE_LOCKED ? ErrorCode::kUnavailable
+  const ErrorCode mapped = code == SQLITE_BUSY || code == SQLITE_LOCKED  ? ErrorCode::kUnavailable
                            : code == SQLITE_FULL || code == SQLITE_IOERR ? ErrorCode::kIoError
                            : code == SQLITE_READONLY || code == SQLITE_PERM
                                ? ErrorCode::kPermissionDenied
@@ -27,9 +27,9 @@ Result<SqliteDb> SqliteDb::open(const std::string& path, int busy_timeout_ms) {
   SqliteDb db;
   db.path_ = path;
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   db.db_.reset(raw);
   if (rc != SQLITE_OK) {
     if (raw == nullptr) return Status(ErrorCode::kResourceExhausted, "sqlite: out of memory");

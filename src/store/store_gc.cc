@@ -27,9 +27,9 @@ std::string pid_list(const std::vector<int>& pids) {
 
 Status in_use(std::string_view ref, const std::string& path) {
   const std::vector<int> holders = file_lock_holders(path);
-  std::string who = holders.empty() ? "another process"
-                                    : (holders.size() == 1 ? "process " : "processes ") +
-                                          pid_list(holders);
+  std::string who = holders.empty()
+                        ? "another process"
+                        : (holders.size() == 1 ? "process " : "processes ") + pid_list(holders);
   return Status(ErrorCode::kUnavailable,
                 "model '" + std::string(ref) + "' is in use by " + who +
                     "; it can be removed once that ends (--wait SECONDS waits for it)",
