@@ -19,7 +19,8 @@ void add_convert_command(CLI::App& app, int& exit_code) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "convert", "Prepare a .synapse package from a GGUF model (tensor encodings kept as they are)");
+      "convert",
+      "Prepare a .synapse package from a GGUF model (tensor encodings kept as they are)");
   cmd->add_option("source", o->source, "GGUF model file")->required();
   cmd->add_option("-o,--output", o->output, "Package to write (.synapse)")->required();
   cmd->add_flag("--json", o->json, "Print the result as JSON");
@@ -52,10 +53,10 @@ void add_convert_command(CLI::App& app, int& exit_code) {
                                           {"mb_per_s", rate}};
       std::printf("%s\n", out.dump(2).c_str());
     } else {
-      std::printf("wrote %s: %zu tensors, %s in %.2f s (%.1f MB/s)\nsource sha256 %s\ngraph  sha256 %s\n",
-                  o->output.c_str(), written->tensor_count,
-                  human_bytes(written->package_bytes).c_str(), seconds, rate,
-                  written->source_sha256.c_str(), written->graph_hash.c_str());
+      std::printf(
+          "wrote %s: %zu tensors, %s in %.2f s (%.1f MB/s)\nsource sha256 %s\ngraph  sha256 %s\n",
+          o->output.c_str(), written->tensor_count, human_bytes(written->package_bytes).c_str(),
+          seconds, rate, written->source_sha256.c_str(), written->graph_hash.c_str());
     }
     exit_code = kExitOk;
   });

@@ -89,8 +89,7 @@ int run_import(ModelStore& store, const Options& o) {
   }
   std::printf("%s %s as '%s' (sha256:%s, %s)\n",
               imported->already_stored ? "already stored:" : "imported", o.path.c_str(),
-              imported->name.c_str(), short_digest(m.digest).c_str(),
-              human_bytes(m.bytes).c_str());
+              imported->name.c_str(), short_digest(m.digest).c_str(), human_bytes(m.bytes).c_str());
   if (!imported->previous_digest.empty()) {
     std::printf("'%s' pointed to sha256:%s before; if nothing else names it, gc will delete it\n",
                 imported->name.c_str(), short_digest(imported->previous_digest).c_str());
@@ -116,14 +115,15 @@ int run_list(ModelStore& store, const Options& o) {
               "STATE");
   for (const StoredModel& m : *models) {
     std::string state;
-    if (!m.lease_holders.empty()) state = fmt::format("in use ({} lease(s))", m.lease_holders.size());
+    if (!m.lease_holders.empty())
+      state = fmt::format("in use ({} lease(s))", m.lease_holders.size());
     if (m.unreferenced_since) state += (state.empty() ? "" : ", ") + std::string("unreferenced");
-    const std::vector<std::string> names = m.aliases.empty() ? std::vector<std::string>{"-"}
-                                                             : m.aliases;
+    const std::vector<std::string> names =
+        m.aliases.empty() ? std::vector<std::string>{"-"} : m.aliases;
     for (const std::string& name : names) {
-      std::printf("%-32s %-12s %10s  %-8s %-16s %s\n", name.c_str(),
-                  short_digest(m.digest).c_str(), human_bytes(m.bytes).c_str(),
-                  m.architecture.c_str(), date_text(m.imported_at).c_str(), state.c_str());
+      std::printf("%-32s %-12s %10s  %-8s %-16s %s\n", name.c_str(), short_digest(m.digest).c_str(),
+                  human_bytes(m.bytes).c_str(), m.architecture.c_str(),
+                  date_text(m.imported_at).c_str(), state.c_str());
     }
   }
   return kExitOk;
@@ -161,7 +161,8 @@ int run_show(ModelStore& store, const Options& o) {
     std::printf("unreferenced  since %s\n", date_text(*m.unreferenced_since).c_str());
   }
   std::string holders;
-  for (const int pid : m.lease_holders) holders += (holders.empty() ? "" : ", ") + std::to_string(pid);
+  for (const int pid : m.lease_holders)
+    holders += (holders.empty() ? "" : ", ") + std::to_string(pid);
   std::printf("in use by     %s\n", holders.empty() ? "nobody" : ("pid " + holders).c_str());
   if (!package.ok()) return fail(package.status());
   std::printf("package       v%u, %zu tensors, created by %s\n", package->header().version,
@@ -211,12 +212,13 @@ int run_gc(ModelStore& store, const Options& o) {
     return kExitOk;
   }
   const char* verb = o.dry_run ? "would delete" : "deleted";
-  std::printf("%s %zu model(s), %s; %zu newly unreferenced (deleted after %llds without a name); "
-              "%zu kept while in use; %zu stray file(s), %zu lost entr%s cleaned\n",
-              verb, report->deleted.size(), human_bytes(report->bytes_freed).c_str(),
-              report->marked.size(), static_cast<long long>(grace.count()),
-              report->kept_leased.size(), report->stray_files_removed.size(),
-              report->missing_removed.size(), report->missing_removed.size() == 1 ? "y" : "ies");
+  std::printf(
+      "%s %zu model(s), %s; %zu newly unreferenced (deleted after %llds without a name); "
+      "%zu kept while in use; %zu stray file(s), %zu lost entr%s cleaned\n",
+      verb, report->deleted.size(), human_bytes(report->bytes_freed).c_str(), report->marked.size(),
+      static_cast<long long>(grace.count()), report->kept_leased.size(),
+      report->stray_files_removed.size(), report->missing_removed.size(),
+      report->missing_removed.size() == 1 ? "y" : "ies");
   return kExitOk;
 }
 
@@ -237,7 +239,8 @@ void add_models_command(CLI::App& app, int& exit_code) {
   CLI::App* import = models->add_subcommand(
       "import", "Prepare a GGUF (or copy a package) into the store under a name");
   import->add_option("path", o->path, "GGUF or .synapse file")->required();
-  import->add_option("--name", o->name, "Name to give it (default: the file name without extension)");
+  import->add_option("--name", o->name,
+                     "Name to give it (default: the file name without extension)");
   import->add_flag("--json", o->json, "Print the result as JSON");
   import->add_option("--crash-after-bytes", o->crash_after_bytes)->group("");  // tests only
   import->callback(with_store(run_import));

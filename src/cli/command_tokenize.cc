@@ -5,6 +5,8 @@
 // a Hugging Face tokenizer.json (or a folder holding one).
 // --jsonl is the batch mode: one process tokenizes a whole corpus, one JSON line in, one JSON
 // array of ids out.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +106,8 @@ int run_jsonl(const Tokenizer& tok, const Options& o) {
   tokenizer::EncodeScratch scratch;
   std::vector<TokenId> ids;
   std::string line, out;
+  struct stat input {};
+  const bool interactive = ::fstat(0, &input) != 0 || !S_ISREG(input.st_mode);
   for (size_t number = 1; std::getline(std::cin, line); ++number) {
     const Json record = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     const auto text = record.is_object() ? record.find("text") : record.end();
@@ -128,6 +132,9 @@ int run_jsonl(const Tokenizer& tok, const Options& o) {
     }
     out += "]\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
+    // A client on a pipe may wait for each answer before it sends the next line; a corpus read
+    // from a file needs no flush per line.
+    if (interactive) std::fflush(stdout);
   }
   return kExitOk;
 }

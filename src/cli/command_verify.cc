@@ -52,8 +52,8 @@ int run(const Options& o) {
   StageProgress progress(model->label);
   const auto verify_start = std::chrono::steady_clock::now();
   const auto verified = verify_package(*package, {.progress = [&](uint64_t done, uint64_t total) {
-                                                    progress.update("verifying", done, total);
-                                                  }});
+    progress.update("verifying", done, total);
+  }});
   const double seconds = seconds_since(verify_start);
   progress.finish();
   if (!verified.ok()) return report_failure(verified.status());

@@ -28,8 +28,8 @@ Result<ResolvedModel> resolve_model(std::string_view ref, const ResolveOptions& 
   const std::string path(ref);
   std::error_code error;
   if (std::filesystem::is_regular_file(path, error)) {
-    SYN_ASSIGN_OR_RETURN(const std::unique_ptr<ModelFile> file, open_model_file(path));
-    if (file->format_name() != "gguf" || !options.prepare_gguf) {
+    // Only the magic is read here: whoever opens the file reports what is wrong with it.
+    if (sniff_model_format(path) != "gguf" || !options.prepare_gguf) {
       return ResolvedModel{path, std::nullopt, path};
     }
     SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(options.store_directory));

@@ -76,6 +76,10 @@ void append_le(std::vector<uint8_t>& out, T value) {
 void append_gguf_string(std::vector<uint8_t>& out, std::string_view text);
 void append_gguf_value(std::vector<uint8_t>& out, const GgufValue& value);
 void append_gguf_key_value(std::vector<uint8_t>& out, std::string_view key, const GgufValue& value);
+// Bytes append_gguf_key_value() appends.
+inline uint64_t gguf_key_value_bytes(std::string_view key, const GgufValue& value) {
+  return 8 + key.size() + 4 + value.serialized_bytes();
+}
 
 // What a writer accepts as a key: non-empty UTF-8 of at most 65535 bytes.
 Status check_gguf_key(std::string_view key);

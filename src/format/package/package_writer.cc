@@ -23,12 +23,10 @@ struct SourceFacts {
   std::string created_by;
 };
 
-std::vector<uint8_t> encode_manifest(const GgufMetadata& model, const PackageWriteResult& r,
-                                     const SourceFacts& facts) {
-  std::vector<uint8_t> out;
-  append_le<uint64_t>(out, model.size());
-  for (const GgufKeyValue& kv : model.entries()) append_gguf_key_value(out, kv.key, kv.value);
-  const std::pair<std::string_view, GgufValue> package[] = {
+using PackageKeys = std::vector<std::pair<std::string_view, GgufValue>>;
+
+PackageKeys package_keys(const PackageWriteResult& r, const SourceFacts& facts) {
+  return {
       {package_key::kSourceFormat, GgufValue::string(facts.format)},
       {package_key::kSourceName, GgufValue::string(facts.name)},
       {package_key::kSourceBytes, GgufValue::scalar<uint64_t>(r.source_bytes)},
@@ -36,7 +34,22 @@ std::vector<uint8_t> encode_manifest(const GgufMetadata& model, const PackageWri
       {package_key::kGraphHash, GgufValue::string(r.graph_hash)},
       {package_key::kCreatedBy, GgufValue::string(facts.created_by)},
   };
-  append_le<uint64_t>(out, std::size(package));
+}
+
+// The manifest's size, computed without encoding it (a vocabulary is megabytes).
+uint64_t manifest_bytes(const GgufMetadata& model, const PackageKeys& package) {
+  uint64_t total = 8 + 8;  // the two key counts
+  for (const GgufKeyValue& kv : model.entries()) total += gguf_key_value_bytes(kv.key, kv.value);
+  for (const auto& [key, value] : package) total += gguf_key_value_bytes(key, value);
+  return total;
+}
+
+std::vector<uint8_t> encode_manifest(const GgufMetadata& model, const PackageKeys& package) {
+  std::vector<uint8_t> out;
+  out.reserve(manifest_bytes(model, package));
+  append_le<uint64_t>(out, model.size());
+  for (const GgufKeyValue& kv : model.entries()) append_gguf_key_value(out, kv.key, kv.value);
+  append_le<uint64_t>(out, package.size());
   for (const auto& [key, value] : package) append_gguf_key_value(out, key, value);
   return out;
 }
@@ -117,7 +130,7 @@ Result<PackageWriteResult> write_package(const ModelFile& source, AtomicFile& ou
 
   PackageHeader h;
   h.alignment = options.alignment;
-  h.manifest_bytes = encode_manifest(source.metadata(), result, facts).size();
+  h.manifest_bytes = manifest_bytes(source.metadata(), package_keys(result, facts));
   h.table_offset = h.manifest_offset + h.manifest_bytes;
   h.table_bytes = encode_table(tensors).size();
   h.tensor_count = tensors.size();
@@ -164,7 +177,8 @@ Result<PackageWriteResult> write_package(const ModelFile& source, AtomicFile& ou
                   ErrorWhere{.path = out.temp_path()});
   }
 
-  const std::vector<uint8_t> manifest = encode_manifest(source.metadata(), result, facts);
+  const std::vector<uint8_t> manifest =
+      encode_manifest(source.metadata(), package_keys(result, facts));
   const std::vector<uint8_t> table = encode_table(tensors);
   if (manifest.size() != h.manifest_bytes || table.size() != h.table_bytes) {
     return Status(ErrorCode::kInternal, "manifest or table size changed while writing");
