@@ -133,7 +133,8 @@ TEST_F(PackageCli, ConvertAndVerifyErrors) {
   EXPECT_NE(junk.stderr_text.find("bad_magic"), std::string::npos) << junk.stderr_text;
   EXPECT_EQ(run_command(cli("convert " + quote(model_))).exit_code, 2) << "-o is required";
   ASSERT_EQ(run_command(cli("convert " + quote(model_) + " -o " + quote(package_))).exit_code, 0);
-  const auto again = run_command(cli("convert " + quote(package_) + " -o " + quote(dir_.file("y"))));
+  const auto again =
+      run_command(cli("convert " + quote(package_) + " -o " + quote(dir_.file("y"))));
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.stderr_text.find("already a synapse package"), std::string::npos);
   const auto gguf = run_command(cli("verify " + quote(model_)));
