@@ -120,7 +120,7 @@ void BM_PackageVerify(benchmark::State& state) {
     }
     bytes = report->bytes_checked;
   }
-  state.SetBytesProcessed(static_cast<int64_t>(bytes * state.iterations()));
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
   state.counters["data_mb"] = static_cast<double>(bytes) / 1e6;
 }
 BENCHMARK(BM_PackageVerify)->Unit(benchmark::kMillisecond)->MinTime(2.0);
