@@ -25,7 +25,8 @@ namespace synapse {
 namespace {
 
 std::string package_path(bool real_vocabulary) {
-  return bench::bench_directory() + (real_vocabulary ? "/real-vocab.synapse" : "/synth-vocab.synapse");
+  return bench::bench_directory() +
+         (real_vocabulary ? "/real-vocab.synapse" : "/synth-vocab.synapse");
 }
 
 // Converts once per process; the conversion's speed is BM_Convert's to report.

@@ -57,8 +57,8 @@ uint64_t check(std::span<const uint8_t> input) {
               l.file_bytes,
           "layout parts sum to the file size");
   require(file->parsed_bytes() <= file->header().data_offset, "open read no tensor data");
-  uint64_t sum = fuzz::visit_metadata(file->metadata()) +
-                 fuzz::visit_metadata(file->package_metadata());
+  uint64_t sum =
+      fuzz::visit_metadata(file->metadata()) + fuzz::visit_metadata(file->package_metadata());
   const PackageHeader& h = file->header();
   for (const PackageTensorInfo& t : file->tensors()) {
     require(file->find_tensor(t.name) == &t, "tensor index finds each tensor");

@@ -11,12 +11,12 @@
 
 #include "base/hash.h"
 #include "format/gguf/gguf_file.h"
-#include "format/gguf/gguf_kv_codec.h"
 #include "format/package/package_file.h"
 #include "format/package/package_verify.h"
 #include "format/package/package_writer.h"
 #include "model/arch/architecture.h"
 #include "model/tensor_check.h"
+#include "tests/support/model_file_compare.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -36,31 +36,9 @@ std::vector<std::string> fixture_files() {
   return out;
 }
 
-std::vector<uint8_t> encoded(const GgufValue& value) {
-  std::vector<uint8_t> out;
-  append_gguf_value(out, value);
-  return out;
-}
-
 void expect_same_model(const GgufFile& source, const PackageFile& package) {
-  const auto src = source.metadata().entries();
-  const auto pkg = package.metadata().entries();
-  ASSERT_EQ(src.size(), pkg.size());
-  for (size_t i = 0; i < src.size(); ++i) {
-    ASSERT_EQ(src[i].key, pkg[i].key);
-    EXPECT_EQ(src[i].value.type(), pkg[i].value.type()) << src[i].key;
-    EXPECT_EQ(encoded(src[i].value), encoded(pkg[i].value)) << src[i].key;
-  }
-  ASSERT_EQ(source.tensor_views().size(), package.tensor_views().size());
-  for (size_t i = 0; i < source.tensor_views().size(); ++i) {
-    const TensorView& s = source.tensor_views()[i];
-    const TensorView& p = package.tensor_views()[i];
-    ASSERT_EQ(s.name, p.name) << "tensor order";
-    EXPECT_EQ(s.type, p.type) << s.name;
-    EXPECT_EQ(s.dims, p.dims) << s.name;
-    EXPECT_EQ(s.n_dims, p.n_dims) << s.name;
-    EXPECT_TRUE(std::equal(s.data.begin(), s.data.end(), p.data.begin(), p.data.end())) << s.name;
-  }
+  testing::expect_same_model_file(source, package);
+  if (::testing::Test::HasFatalFailure()) return;
   // What the model layer reads from it is the same too.
   const Result<HParams> hs = read_model_hparams(source.metadata());
   const Result<HParams> hp = read_model_hparams(package.metadata());

@@ -30,8 +30,8 @@ TEST(AtomicFile, NothingIsVisibleUntilCommit) {
     ASSERT_TRUE(file->commit().ok());
     EXPECT_FALSE(fs::exists(file->temp_path()));
   }
-  const std::vector<uint8_t> expected = {'H', 'E', 'L', 'L', 'O', ' ', 'w', 'o', 'r', 'l', 'd',
-                                         0,   0,   0};
+  const std::vector<uint8_t> expected = {'H', 'E', 'L', 'L', 'O', ' ', 'w',
+                                         'o', 'r', 'l', 'd', 0,   0,   0};
   EXPECT_EQ(testing::read_file_bytes(path), expected);
   EXPECT_EQ(fs::status(path).permissions() & fs::perms::others_read, fs::perms::others_read);
 }

@@ -175,13 +175,20 @@ class PackageParser {
     return ok_status();
   }
 
+  // The header's checksum of a section (whose range parse_header checked) against its bytes.
+  Status check_section(uint64_t offset, uint64_t size, const Hash128& expected,
+                       const std::string& name) {
+    if (xxh3_128(bytes_.subspan(offset, size)) != expected) {
+      return error_at(ErrorCode::kChecksumMismatch, offset,
+                      name + " checksum does not match: the " + name + " is damaged", name);
+    }
+    return ok_status();
+  }
+
   Status parse_manifest(PackageFile& out) {
     const PackageHeader& h = out.header_;
-    const std::span<const uint8_t> manifest = bytes_.subspan(h.manifest_offset, h.manifest_bytes);
-    if (xxh3_128(manifest) != h.manifest_checksum) {
-      return error_at(ErrorCode::kChecksumMismatch, h.manifest_offset,
-                      "manifest checksum does not match: the manifest is damaged", "manifest");
-    }
+    SYN_RETURN_IF_ERROR(
+        check_section(h.manifest_offset, h.manifest_bytes, h.manifest_checksum, "manifest"));
     GgufKvReader reader(bytes_, h.manifest_offset, h.manifest_offset + h.manifest_bytes,
                         limits_.manifest, "manifest");
     SYN_ASSIGN_OR_RETURN(std::vector<GgufKeyValue> model, read_section(reader, "model"));
@@ -252,11 +259,8 @@ class PackageParser {
 
   Status parse_table(PackageFile& out) {
     const PackageHeader& h = out.header_;
-    const std::span<const uint8_t> table = bytes_.subspan(h.table_offset, h.table_bytes);
-    if (xxh3_128(table) != h.table_checksum) {
-      return error_at(ErrorCode::kChecksumMismatch, h.table_offset,
-                      "tensor table checksum does not match: the table is damaged", "tensor table");
-    }
+    SYN_RETURN_IF_ERROR(
+        check_section(h.table_offset, h.table_bytes, h.table_checksum, "tensor table"));
     GgufKvReader reader(bytes_, h.table_offset, h.table_offset + h.table_bytes, limits_.manifest,
                         "tensor table");
     out.tensors_.reserve(h.tensor_count);

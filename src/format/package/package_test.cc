@@ -9,11 +9,11 @@
 
 #include "base/hash.h"
 #include "format/gguf/gguf_file.h"
-#include "format/gguf/gguf_kv_codec.h"
 #include "format/gguf/gguf_writer.h"
 #include "format/package/package_file.h"
 #include "format/package/package_verify.h"
 #include "format/package/package_writer.h"
+#include "tests/support/model_file_compare.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -54,33 +54,6 @@ void write_sample_gguf(const std::string& path, uint32_t alignment = 32, uint8_t
   ASSERT_TRUE(w.write_file(path).ok());
 }
 
-Bytes encoded(const GgufValue& value) {
-  Bytes out;
-  append_gguf_value(out, value);
-  return out;
-}
-
-// The package holds exactly the source's metadata and tensors.
-void expect_same_model(const ModelFile& source, const PackageFile& package) {
-  const auto src = source.metadata().entries();
-  const auto pkg = package.metadata().entries();
-  ASSERT_EQ(src.size(), pkg.size());
-  for (size_t i = 0; i < src.size(); ++i) {
-    EXPECT_EQ(src[i].key, pkg[i].key);
-    EXPECT_EQ(src[i].value.type(), pkg[i].value.type()) << src[i].key;
-    EXPECT_EQ(encoded(src[i].value), encoded(pkg[i].value)) << src[i].key;
-  }
-  ASSERT_EQ(source.tensor_views().size(), package.tensor_views().size());
-  for (const TensorView& s : source.tensor_views()) {
-    const TensorView* p = package.tensor_view(s.name);
-    ASSERT_NE(p, nullptr) << s.name;
-    EXPECT_EQ(p->type, s.type);
-    EXPECT_EQ(p->n_dims, s.n_dims);
-    EXPECT_EQ(p->dims, s.dims);
-    EXPECT_TRUE(std::equal(s.data.begin(), s.data.end(), p->data.begin(), p->data.end())) << s.name;
-  }
-}
-
 class PackageTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -102,7 +75,7 @@ TEST_F(PackageTest, RoundTripKeepsMetadataAndTensorsExactly) {
   ASSERT_TRUE(source.ok());
   const Result<PackageFile> package = PackageFile::open(package_);
   ASSERT_TRUE(package.ok()) << package.status().to_string();
-  expect_same_model(*source, *package);
+  testing::expect_same_model_file(*source, *package);
   EXPECT_EQ(package->format_name(), "synapse");
   EXPECT_EQ(package->source().format, "gguf");
   EXPECT_EQ(package->source().name, "sample.gguf");
