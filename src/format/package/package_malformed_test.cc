@@ -18,6 +18,7 @@
 #include "format/gguf/gguf_kv_codec.h"
 #include "format/package/package_file.h"
 #include "format/package/package_verify.h"
+#include "tests/support/hand_assembly.h"
 
 namespace synapse {
 namespace {
@@ -26,20 +27,8 @@ using Bytes = std::vector<uint8_t>;
 using VT = GgufValueType;
 namespace field = package_header_field;
 
-// Sized up front: GCC 12 at -O2 misreads inserts into an empty vector as overflows.
-template <typename T>
-Bytes le(T value) {
-  Bytes out(sizeof(T));
-  store_le(out.data(), value);
-  return out;
-}
-
-Bytes str(std::string_view text) {
-  Bytes out(8 + text.size());
-  store_le(out.data(), static_cast<uint64_t>(text.size()));
-  std::copy(text.begin(), text.end(), out.begin() + 8);
-  return out;
-}
+using testing::le;
+using testing::str;
 
 uint32_t id(VT type) { return static_cast<uint32_t>(type); }
 uint32_t id(TensorType type) { return static_cast<uint32_t>(type); }
