@@ -102,7 +102,7 @@ Status AtomicFile::write(std::span<const uint8_t> bytes) {
 }
 
 Status AtomicFile::write_zeros(uint64_t count) {
-  static const std::vector<uint8_t> kZeros(64 * 1024, 0);
+  static const std::vector<uint8_t> kZeros(size_t{64} * 1024, 0);
   while (count > 0) {
     const uint64_t n = std::min<uint64_t>(count, kZeros.size());
     SYN_RETURN_IF_ERROR(write({kZeros.data(), n}));

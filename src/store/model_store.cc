@@ -71,8 +71,20 @@ Sha256Digest hash_mapping(const MappedFile& file, std::string_view stage,
   return hasher.finish();
 }
 
+bool is_alias_character(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' ||
+         c == '-';
+}
+
+// The file name without its extension, made a valid alias: "My Model (v2).gguf" -> "My-Model--v2-".
 std::string default_alias(const std::string& path) {
-  return std::filesystem::path(path).stem().string();
+  std::string name = std::filesystem::path(path).stem().string().substr(0, 128);
+  for (char& c : name) {
+    if (!is_alias_character(c)) c = '-';
+  }
+  if (name.empty() || !std::isalnum(static_cast<unsigned char>(name[0]))) name = "m" + name;
+  if (name.size() == 64 && is_hex(name)) name += "-model";  // would read as a digest
+  return name.substr(0, 128);
 }
 
 }  // namespace
@@ -105,7 +117,7 @@ Result<std::string> default_store_directory() {
 }
 
 Status check_alias_name(std::string_view name) {
-  const auto bad = [&name](std::string why) {
+  const auto bad = [&name](const std::string& why) {
     return Status(ErrorCode::kInvalidArgument, "model name '" + std::string(name) + "' " + why,
                   ErrorWhere{.field = "name"});
   };
@@ -113,11 +125,8 @@ Status check_alias_name(std::string_view name) {
   if (!std::isalnum(static_cast<unsigned char>(name[0]))) {
     return bad("must start with a letter or digit");
   }
-  for (const char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != ':' &&
-        c != '-') {
-      return bad("may hold only letters, digits and . _ : -");
-    }
+  if (!std::all_of(name.begin(), name.end(), is_alias_character)) {
+    return bad("may hold only letters, digits and . _ : -");
   }
   if (name.size() == 64 && is_hex(name)) return bad("would read as a digest");
   return ok_status();
@@ -275,12 +284,7 @@ Result<ModelLease> ModelStore::acquire_lease(std::string_view ref) {
 
 Result<ImportResult> ModelStore::import(const std::string& path, const ImportOptions& options) {
   const std::string name = options.name.empty() ? default_alias(path) : options.name;
-  Status name_ok = check_alias_name(name);
-  if (!name_ok.ok()) {
-    return Status(name_ok.code(),
-                  name_ok.message() + (options.name.empty() ? " (choose one with --name)" : ""),
-                  name_ok.where());
-  }
+  SYN_RETURN_IF_ERROR(check_alias_name(name));
   SYN_ASSIGN_OR_RETURN(const std::unique_ptr<ModelFile> file, open_model_file(path));
   const MappedFile& mapping = file->mapping();
   const std::string sha = to_hex(hash_mapping(mapping, "hashing", options));
@@ -290,7 +294,7 @@ Result<ImportResult> ModelStore::import(const std::string& path, const ImportOpt
   SYN_ASSIGN_OR_RETURN(std::optional<StoredModel> existing,
                        find_blob(package != nullptr ? "digest" : "source_sha256", sha));
   if (existing && std::filesystem::exists(existing->path)) {
-    return commit_import(nullptr, std::move(*existing), name, options.keep_existing_alias);
+    return commit_import(nullptr, *existing, name, options.keep_existing_alias);
   }
 
   SYN_ASSIGN_OR_RETURN(AtomicFile temp, AtomicFile::create_in(directory_ + "/tmp", "import"));
@@ -337,10 +341,10 @@ Result<ImportResult> ModelStore::import(const std::string& path, const ImportOpt
   }
   model.bytes = temp.bytes_written();
   model.path = blob_path(model.digest);
-  return commit_import(&temp, std::move(model), name, options.keep_existing_alias);
+  return commit_import(&temp, model, name, options.keep_existing_alias);
 }
 
-Result<ImportResult> ModelStore::commit_import(AtomicFile* temp, StoredModel model,
+Result<ImportResult> ModelStore::commit_import(AtomicFile* temp, const StoredModel& model,
                                                std::string name, bool keep_existing_alias) {
   ImportResult result;
   SYN_ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::begin(db_));

@@ -146,8 +146,8 @@ class ModelStore {
   Result<std::string> resolve_digest(std::string_view ref);
   Status fill_aliases(StoredModel& model);
   // Records `digest` (renaming `temp` into place unless the blob exists) and points `name` at it.
-  Result<ImportResult> commit_import(class AtomicFile* temp, StoredModel model, std::string name,
-                                     bool keep_existing_alias);
+  Result<ImportResult> commit_import(class AtomicFile* temp, const StoredModel& model,
+                                     std::string name, bool keep_existing_alias);
   Result<RemoveResult> try_remove(std::string_view ref);
 
   std::string directory_;

@@ -135,6 +135,11 @@ TEST_F(ModelStoreTest, FindsByAliasDigestAndPrefix) {
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(store.import(model_a_, {.name = std::string(64, 'a')}).status().code(),
             ErrorCode::kInvalidArgument);
+  // A file name that is no valid name gives a default name that is.
+  fs::copy_file(model_a_, dir_.file("My Model (v2).gguf"));
+  const auto odd = store.import(dir_.file("My Model (v2).gguf"));
+  ASSERT_TRUE(odd.ok()) << odd.status().to_string();
+  EXPECT_EQ(odd->name, "My-Model--v2-");
 }
 
 TEST_F(ModelStoreTest, RemoveDropsAnAliasAndTheBlobWithItsLastAlias) {

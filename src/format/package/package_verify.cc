@@ -28,7 +28,7 @@ Result<PackageVerifyReport> verify_package(const PackageFile& file,
   mapping.advise(AccessHint::kSequential, h.data_offset);
   const uint64_t total = h.file_bytes - (h.table_offset + h.table_bytes);
   PackageVerifyReport report;
-  const auto check_padding = [&](uint64_t begin, uint64_t end, std::string what) -> Status {
+  const auto check_padding = [&](uint64_t begin, uint64_t end, const std::string& what) -> Status {
     if (const auto bad = first_nonzero(bytes.subspan(begin, end - begin))) {
       return Status(
           ErrorCode::kBadValue, "padding " + what + " is not zero",
