@@ -8,89 +8,27 @@
 //
 //   build/release/bench/gguf_open_bench --benchmark_format=json
 #include <benchmark/benchmark.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
+#include "bench/bench_models.h"
 #include "format/gguf/gguf_file.h"
 #include "model/arch/architecture.h"
-#include "synth/synth_model.h"
 
 namespace synapse {
 namespace {
 
-std::string fixtures_dir() {
-  const char* dir = std::getenv("SYNAPSE_FIXTURES");
-  return dir != nullptr ? dir : SYNAPSE_SOURCE_DIR "/../shared/fixtures";
-}
-
-// Writes the benchmark model once per process into a temporary directory.
-const std::string& model_path(bool real_vocabulary) {
-  static std::string paths[2];
-  std::string& path = paths[real_vocabulary ? 1 : 0];
-  if (!path.empty()) return path;
-  static const std::string dir = [] {
-    std::string pattern = std::filesystem::temp_directory_path().string() + "/synapse-bench-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    std::atexit([] { std::filesystem::remove_all(dir); });
-    return pattern;
-  }();
-  SynthOptions o;
-  o.arch = "qwen2";
-  o.n_embd = 896;
-  o.n_ff = 4864;
-  o.n_layer = 8;
-  o.n_head = 14;
-  o.n_head_kv = 2;
-  o.n_ctx = 32768;
-  o.type_embedding = o.type_attention = o.type_feed_forward = o.type_output = TensorType::kF16;
-  const std::string vocab = fixtures_dir() + "/tokenizer/vocab/qwen2-vocab.gguf";
-  if (real_vocabulary) {
-    if (!std::filesystem::exists(vocab)) return path;  // empty: the benchmark reports a skip
-    o.vocab_from = vocab;
-  } else {
-    o.n_vocab = 320;
-  }
-  path = dir +
-         (real_vocabulary ? "/qwen2-shape-real-vocab.gguf" : "/qwen2-shape-synthetic-vocab.gguf");
-  std::fprintf(stderr, "writing %s ...\n", path.c_str());
-  const Status status = synthesize_model(o, path);
-  if (!status.ok()) {
-    std::fprintf(stderr, "synth failed: %s\n", status.to_string().c_str());
-    std::abort();
-  }
-  return path;
-}
-
 // Data-section pages in the page cache after a cold open (see the file comment).
 double data_pages_resident_after_cold_open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  ::fdatasync(fd);
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
+  bench::evict_from_page_cache(path);
   const Result<GgufFile> file = GgufFile::open(path);
   if (!file.ok()) return -1;
-  const long page = ::sysconf(_SC_PAGESIZE);
-  const auto* base = file->file_bytes().data();
-  const size_t size = file->file_bytes().size();
-  std::vector<unsigned char> resident((size + static_cast<size_t>(page) - 1) /
-                                      static_cast<size_t>(page));
-  if (::mincore(const_cast<uint8_t*>(base), size, resident.data()) != 0) return -1;
-  const size_t first_data_page =
-      (file->data_section_offset() + static_cast<size_t>(page) - 1) / static_cast<size_t>(page);
-  size_t count = 0;
-  for (size_t i = first_data_page; i < resident.size(); ++i) count += resident[i] & 1u;
-  return static_cast<double>(count);
+  return bench::resident_pages(file->file_bytes(), file->data_section_offset());
 }
 
 void BM_OpenAndValidate(benchmark::State& state) {
   const bool real_vocabulary = state.range(0) != 0;
-  const std::string& path = model_path(real_vocabulary);
+  const std::string& path = bench::qwen2_shaped_model(real_vocabulary);
   if (path.empty()) {
     state.SkipWithError(
         "fixture tokenizer/vocab/qwen2-vocab.gguf not found (set SYNAPSE_FIXTURES)");

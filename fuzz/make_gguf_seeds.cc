@@ -2,7 +2,10 @@
 // Writes the fuzzers' seed corpus: a few dozen small, deterministic, valid GGUF files covering
 // every value type, nested arrays, every tensor type, custom alignments, vocabulary-only files and
 // tiny synthetic models of each architecture. Seeds are generated at test time, never committed.
+// Built a second time as make_package_seeds (SYNAPSE_SEEDS_AS_PACKAGES), it converts each seed
+// into a .synapse package for the package reader's fuzzer.
 //   make_gguf_seeds OUT_DIR
+//   make_package_seeds OUT_DIR
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "format/gguf/gguf_writer.h"
+#include "format/package/package_writer.h"
 #include "synth/synth_model.h"
 #include "synth/synthetic_vocab.h"
 
@@ -17,6 +21,12 @@ namespace synapse {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
+
+#ifdef SYNAPSE_SEEDS_AS_PACKAGES
+constexpr const char* kProgram = "make_package_seeds";
+#else
+constexpr const char* kProgram = "make_gguf_seeds";
+#endif
 
 // Deterministic filler: tensor bytes only need to exist, not to mean anything.
 Bytes pattern(uint64_t n, uint8_t seed) {
@@ -195,8 +205,26 @@ int run(const std::string& dir) {
     seeds.synth("model_" + std::string(arch) + "_f16", o);
   }
 
-  std::printf("make_gguf_seeds: wrote %d seeds to %s\n", seeds.written(), dir.c_str());
-  return seeds.failed() == 0 ? 0 : 1;
+  int failed = seeds.failed();
+#ifdef SYNAPSE_SEEDS_AS_PACKAGES
+  std::vector<std::filesystem::path> ggufs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".gguf") ggufs.push_back(entry.path());
+  }
+  for (const std::filesystem::path& gguf : ggufs) {
+    std::filesystem::path package = gguf;
+    package.replace_extension(".synapse");
+    const auto written = convert_to_package(gguf.string(), package.string());
+    if (!written.ok()) {
+      std::fprintf(stderr, "make_package_seeds: %s: %s\n", gguf.c_str(),
+                   written.status().to_string().c_str());
+      ++failed;
+    }
+    std::filesystem::remove(gguf);
+  }
+#endif
+  std::printf("%s: wrote %d seeds to %s\n", kProgram, seeds.written(), dir.c_str());
+  return failed == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// `synapse inspect FILE [--json]`: what a model file holds and whether it is valid.
+// `synapse inspect MODEL [--json]`: what a model file (GGUF or package, or a stored model) holds
+// and whether it is valid.
 #include <cstdio>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/inspect_report.h"
+#include "store/model_ref.h"
 
 namespace synapse::cli {
 
 void add_inspect_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string path;
+    std::string store;
     bool json = false;
     bool all_tensors = false;
     size_t array_elements = 8;
@@ -17,16 +21,22 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "inspect",
-      "Validate a GGUF file and show its architecture, hyper-parameters, tokenizer, "
-      "tensors and byte layout");
-  cmd->add_option("file", options->path, "GGUF model file")->required();
+      "Validate a model file (GGUF or .synapse package) and show its architecture, "
+      "hyper-parameters, tokenizer, tensors and byte layout");
+  cmd->add_option("model", options->path, "GGUF or package file, or a stored model's name")
+      ->required();
+  add_store_option(cmd, options->store);
   cmd->add_flag("--json", options->json, "Print one JSON object instead of text");
   cmd->add_flag("--all-tensors", options->all_tensors, "List every tensor (text output)");
   cmd->add_option("--array-elements", options->array_elements,
                   "How many elements of each metadata array to show")
       ->capture_default_str();
   cmd->callback([options, &exit_code] {
-    const auto report = build_inspect_report(options->path, options->array_elements);
+    // A stored model is leased while it is inspected.
+    const Result<ResolvedModel> model =
+        resolve_model(options->path, {.store_directory = options->store});
+    const auto report = model.ok() ? build_inspect_report(model->path, options->array_elements)
+                                   : inspect_error_report(options->path, model.status());
     if (options->json) {
       std::printf(
           "%s\n",

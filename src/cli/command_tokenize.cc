@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse tokenize -m MODEL_OR_VOCAB [-p TEXT | -f FILE] [--ids | --pieces | --json] [--special]
 // [--no-bos] [--detokenize] [--jsonl]`: text to token ids (and back) with a model's own
-// tokenizer, read from a GGUF file or a Hugging Face tokenizer.json (or a folder holding one).
+// tokenizer, read from a GGUF file, a package, a stored model (leased while the command runs) or
+// a Hugging Face tokenizer.json (or a folder holding one).
 // --jsonl is the batch mode: one process tokenizes a whole corpus, one JSON line in, one JSON
 // array of ids out.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,8 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "format/model_file.h"
+#include "store/model_ref.h"
 #include "tokenizer/tokenizer.h"
 
 namespace synapse::cli {
@@ -24,6 +29,7 @@ using tokenizer::Tokenizer;
 
 struct Options {
   std::string model;
+  std::string store;
   std::string prompt;
   std::string file;
   bool ids = false;
@@ -35,17 +41,20 @@ struct Options {
   bool jsonl = false;
 };
 
-Result<Tokenizer> load_tokenizer(const std::string& path) {
+// `lease` keeps a stored model for as long as the caller holds it.
+Result<Tokenizer> load_tokenizer(const Options& o, std::optional<ModelLease>& lease) {
+  const std::string& ref = o.model;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Tokenizer::from_hf_json_file((std::filesystem::path(path) / "tokenizer.json").string());
+  if (std::filesystem::is_directory(ref, ec)) {
+    return Tokenizer::from_hf_json_file((std::filesystem::path(ref) / "tokenizer.json").string());
   }
-  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
-    return Tokenizer::from_hf_json_file(path);
-  }
-  SYN_ASSIGN_OR_RETURN(const std::unique_ptr<ModelFile> file, open_model_file(path));
+  if (ref.ends_with(".json")) return Tokenizer::from_hf_json_file(ref);
+  // A GGUF is read as it is: tokenizing does not run the model, so there is nothing to prepare.
+  SYN_ASSIGN_OR_RETURN(ResolvedModel model, resolve_model(ref, {.store_directory = o.store}));
+  lease = std::move(model.lease);
+  SYN_ASSIGN_OR_RETURN(const std::unique_ptr<ModelFile> file, open_model_file(model.path));
   auto tok = Tokenizer::from_gguf(file->metadata());
-  if (!tok.ok()) return std::move(tok).take_status().with_path(path);
+  if (!tok.ok()) return std::move(tok).take_status().with_path(model.path);
   return tok;
 }
 
@@ -92,16 +101,13 @@ std::string json_dump(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-int fail(const Status& status) {
-  std::fprintf(stderr, "error: %s\n", status.to_string().c_str());
-  return kExitFailure;
-}
-
 // Batch mode: {"text": ..., "parse_special": bool} per line in, a JSON array of ids per line out.
 int run_jsonl(const Tokenizer& tok, const Options& o) {
   tokenizer::EncodeScratch scratch;
   std::vector<TokenId> ids;
   std::string line, out;
+  struct stat input {};
+  const bool interactive = ::fstat(0, &input) != 0 || !S_ISREG(input.st_mode);
   for (size_t number = 1; std::getline(std::cin, line); ++number) {
     const Json record = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     const auto text = record.is_object() ? record.find("text") : record.end();
@@ -126,12 +132,16 @@ int run_jsonl(const Tokenizer& tok, const Options& o) {
     }
     out += "]\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
+    // A client on a pipe may wait for each answer before it sends the next line; a corpus read
+    // from a file needs no flush per line.
+    if (interactive) std::fflush(stdout);
   }
   return kExitOk;
 }
 
 int run(const Options& o) {
-  auto tok = load_tokenizer(o.model);
+  std::optional<ModelLease> lease;
+  auto tok = load_tokenizer(o, lease);
   if (!tok.ok()) return fail(tok.status());
   if (o.jsonl) return run_jsonl(*tok, o);
   auto input = read_input(o);
@@ -181,8 +191,10 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "tokenize", "Turn text into token ids (or ids into text) with a model's own tokenizer");
-  cmd->add_option("-m,--model", o->model, "GGUF model or vocabulary, or a tokenizer.json")
+  cmd->add_option("-m,--model", o->model,
+                  "GGUF model or vocabulary, package, stored model name, or a tokenizer.json")
       ->required();
+  add_store_option(cmd, o->store);
   auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "Text to tokenize (or ids)");
   auto* file = cmd->add_option("-f,--file", o->file, "Read the text (or ids) from a file");
   prompt->excludes(file);

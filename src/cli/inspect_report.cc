@@ -5,8 +5,10 @@
 
 #include <string>
 
+#include "cli/cli_util.h"
 #include "format/gguf/gguf_file.h"
 #include "format/gguf/gguf_keys.h"
+#include "format/package/package_file.h"
 #include "model/arch/architecture.h"
 #include "model/tensor_check.h"
 
@@ -18,18 +20,6 @@ using Json = nlohmann::ordered_json;
 // The double whose shortest decimal form equals the float's (1e-05, not 9.999999747378752e-06), so
 // JSON shows float metadata the way it was written.
 double float_for_json(float value) { return std::stod(fmt::format("{}", value)); }
-
-Json error_json(const Status& status) {
-  Json e;
-  e["code"] = std::string(error_code_name(status.code()));
-  e["message"] = status.message();
-  const ErrorWhere& w = status.where();
-  if (w.byte_offset) e["byte_offset"] = *w.byte_offset;
-  if (!w.key.empty()) e["key"] = w.key;
-  if (!w.tensor.empty()) e["tensor"] = w.tensor;
-  if (!w.field.empty()) e["field"] = w.field;
-  return e;
-}
 
 Json value_json(const GgufValue& value, size_t max_elements) {
   switch (value.type()) {
@@ -139,7 +129,7 @@ Json tokenizer_json(const GgufMetadata& md) {
   return t;
 }
 
-void add_model_check(const GgufFile& file, Json& report) {
+void add_model_check(const ModelFile& file, Json& report) {
   const auto arch_name = file.metadata().architecture();
   report["architecture"] = arch_name.ok() ? Json(std::string(*arch_name)) : Json(nullptr);
   const Architecture* arch = arch_name.ok() ? find_architecture(*arch_name) : nullptr;
@@ -162,7 +152,7 @@ void add_model_check(const GgufFile& file, Json& report) {
     return;
   }
   report["hparams"] = hparams_json(hp);
-  if (file.tensors().empty()) {
+  if (file.tensor_views().empty()) {
     report["model_check"] = {{"ok", false},
                              {"summary", "vocabulary only: the file has no tensors"}};
     return;
@@ -185,41 +175,11 @@ void add_model_check(const GgufFile& file, Json& report) {
                            {"unused_tensors", check.unknown}};
 }
 
-}  // namespace
-
-Json build_inspect_report(const std::string& path, size_t max_array_elements) {
-  Json report;
-  report["file"] = path;
-  report["format"] = "gguf";
-  Result<GgufFile> opened = GgufFile::open(path);
-  if (!opened.ok()) {
-    report["valid"] = false;
-    report["error"] = error_json(opened.status());
-    return report;
-  }
-  const GgufFile& file = *opened;
-  report["valid"] = true;
+// Version, alignment, where the data starts and how every byte is used: GGUF.
+void add_gguf_layout(const GgufFile& file, Json& report) {
   report["version"] = file.version();
   report["alignment"] = file.alignment();
   report["data_offset"] = file.data_section_offset();
-  report["name"] = nullptr;
-  if (auto name = file.metadata().get_string(gguf_key::kName); name.ok()) {
-    report["name"] = std::string(*name);
-  }
-  add_model_check(file, report);
-  report["tokenizer"] = tokenizer_json(file.metadata());
-
-  uint64_t parameters = 0;
-  Json tensors = Json::array();
-  for (const GgufTensorInfo& t : file.tensors()) {
-    parameters += t.element_count();
-    tensors.push_back({{"name", std::string(t.name)},
-                       {"type", std::string(tensor_type_name(t.type))},
-                       {"shape", std::vector<uint64_t>(t.shape().begin(), t.shape().end())},
-                       {"bytes", t.bytes},
-                       {"offset", file.data_section_offset() + t.data_offset}});
-  }
-  report["parameters"] = parameters;
   const GgufLayout& l = file.layout();
   report["layout"] = {{"file_bytes", l.file_bytes},
                       {"header_bytes", l.header_bytes},
@@ -229,6 +189,79 @@ Json build_inspect_report(const std::string& path, size_t max_array_elements) {
                       {"tensor_data_bytes", l.tensor_data_bytes},
                       {"tensor_padding_bytes", l.tensor_padding_bytes},
                       {"trailing_bytes", l.trailing_bytes}};
+}
+
+// The same for a package, with where it came from and its section checksums.
+void add_package_layout(const PackageFile& file, Json& report) {
+  const PackageHeader& h = file.header();
+  report["version"] = h.version;
+  report["alignment"] = h.alignment;
+  report["data_offset"] = h.data_offset;
+  const PackageSource& s = file.source();
+  report["package"] = {{"source",
+                        {{"format", std::string(s.format)},
+                         {"name", std::string(s.name)},
+                         {"bytes", s.bytes},
+                         {"sha256", std::string(s.sha256)}}},
+                       {"graph_sha256", std::string(s.graph_hash)},
+                       {"created_by", std::string(s.created_by)},
+                       {"manifest_xxh3_128", h.manifest_checksum.to_hex()},
+                       {"tensor_table_xxh3_128", h.table_checksum.to_hex()},
+                       {"tensor_checksums", "not checked by inspect: synapse verify checks them"}};
+  const PackageLayout& l = file.layout();
+  report["layout"] = {{"file_bytes", l.file_bytes},
+                      {"header_bytes", l.header_bytes},
+                      {"manifest_bytes", l.manifest_bytes},
+                      {"tensor_table_bytes", l.tensor_table_bytes},
+                      {"alignment_padding_bytes", l.alignment_padding_bytes},
+                      {"tensor_data_bytes", l.tensor_data_bytes},
+                      {"tensor_padding_bytes", l.tensor_padding_bytes}};
+}
+
+}  // namespace
+
+Json inspect_error_report(const std::string& path, const Status& error) {
+  Json report;
+  report["file"] = path;
+  report["format"] = std::string(sniff_model_format(path));
+  report["valid"] = false;
+  report["error"] = error_json(error);
+  return report;
+}
+
+Json build_inspect_report(const std::string& path, size_t max_array_elements) {
+  Result<std::unique_ptr<ModelFile>> opened = open_model_file(path);
+  if (!opened.ok()) return inspect_error_report(path, opened.status());
+  const ModelFile& file = **opened;
+  const auto* gguf = dynamic_cast<const GgufFile*>(&file);
+  const auto* package = dynamic_cast<const PackageFile*>(&file);
+  Json report;
+  report["file"] = path;
+  report["format"] = std::string(file.format_name());
+  report["valid"] = true;
+  if (gguf != nullptr) add_gguf_layout(*gguf, report);
+  if (package != nullptr) add_package_layout(*package, report);
+  report["name"] = nullptr;
+  if (auto name = file.metadata().get_string(gguf_key::kName); name.ok()) {
+    report["name"] = std::string(*name);
+  }
+  add_model_check(file, report);
+  report["tokenizer"] = tokenizer_json(file.metadata());
+
+  uint64_t parameters = 0;
+  Json tensors = Json::array();
+  const uint8_t* base = file.mapping().bytes().data();
+  for (const TensorView& t : file.tensor_views()) {
+    parameters += t.element_count();
+    Json tensor = {{"name", std::string(t.name)},
+                   {"type", std::string(tensor_type_name(t.type))},
+                   {"shape", std::vector<uint64_t>(t.shape().begin(), t.shape().end())},
+                   {"bytes", t.data.size()},
+                   {"offset", static_cast<uint64_t>(t.data.data() - base)}};
+    if (package != nullptr) tensor["xxh3_128"] = package->find_tensor(t.name)->checksum.to_hex();
+    tensors.push_back(std::move(tensor));
+  }
+  report["parameters"] = parameters;
   Json metadata = Json::array();
   for (const GgufKeyValue& kv : file.metadata().entries()) {
     metadata.push_back({{"key", std::string(kv.key)},

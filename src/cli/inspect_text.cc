@@ -70,11 +70,27 @@ std::string render_inspect_text(const Json& r, bool show_all_tensors) {
     return out;
   }
   const Json& layout = r["layout"];
-  line(fmt::format("format        GGUF v{}, {} bytes, alignment {}, data at {}",
-                   r["version"].get<uint32_t>(), layout["file_bytes"].get<uint64_t>(),
-                   r["alignment"].get<uint64_t>(), r["data_offset"].get<uint64_t>()));
-  line(fmt::format("verdict       valid GGUF; {}{}", r["model_check"]["summary"].get<std::string>(),
+  const bool package = r["format"] == "synapse";
+  line(fmt::format("format        {} v{}, {} bytes, alignment {}, data at {}",
+                   package ? "Synapse package" : "GGUF", r["version"].get<uint32_t>(),
+                   layout["file_bytes"].get<uint64_t>(), r["alignment"].get<uint64_t>(),
+                   r["data_offset"].get<uint64_t>()));
+  line(fmt::format("verdict       valid {}; {}{}", package ? "package" : "GGUF",
+                   r["model_check"]["summary"].get<std::string>(),
                    r["model_check"]["ok"].get<bool>() ? "" : " [model check failed]"));
+  if (package) {
+    const Json& p = r["package"];
+    const Json& source = p["source"];
+    line(fmt::format("source        {} ({}, {} bytes), sha256 {}", json_text(source["name"]),
+                     json_text(source["format"]), json_text(source["bytes"]),
+                     json_text(source["sha256"])));
+    line(fmt::format("graph         sha256 {}   created by {}", json_text(p["graph_sha256"]),
+                     json_text(p["created_by"])));
+    line(
+        fmt::format("checksums     header, manifest {} and tensor table {} valid; tensor data: "
+                    "synapse verify",
+                    json_text(p["manifest_xxh3_128"]), json_text(p["tensor_table_xxh3_128"])));
+  }
   for (const Json& problem : r["model_check"].value("problems", Json::array())) {
     line(fmt::format("  problem     {}: {} ({})", problem["code"].get<std::string>(),
                      problem["message"].get<std::string>(), problem.value("tensor", "")));
@@ -115,14 +131,25 @@ std::string render_inspect_text(const Json& r, bool show_all_tensors) {
                      json_text(t["add_bos"])));
   }
   line(fmt::format("parameters    {}", r["parameters"].get<uint64_t>()));
-  line(fmt::format(
-      "bytes         header {} + metadata {} + tensor infos {} + padding {} + tensor data {} "
-      "+ tensor padding {} + trailing {}",
-      layout["header_bytes"].get<uint64_t>(), layout["metadata_bytes"].get<uint64_t>(),
-      layout["tensor_info_bytes"].get<uint64_t>(),
-      layout["alignment_padding_bytes"].get<uint64_t>(),
-      layout["tensor_data_bytes"].get<uint64_t>(), layout["tensor_padding_bytes"].get<uint64_t>(),
-      layout["trailing_bytes"].get<uint64_t>()));
+  if (package) {
+    line(fmt::format(
+        "bytes         header {} + manifest {} + tensor table {} + padding {} + tensor data {} "
+        "+ tensor padding {}",
+        layout["header_bytes"].get<uint64_t>(), layout["manifest_bytes"].get<uint64_t>(),
+        layout["tensor_table_bytes"].get<uint64_t>(),
+        layout["alignment_padding_bytes"].get<uint64_t>(),
+        layout["tensor_data_bytes"].get<uint64_t>(),
+        layout["tensor_padding_bytes"].get<uint64_t>()));
+  } else {
+    line(fmt::format(
+        "bytes         header {} + metadata {} + tensor infos {} + padding {} + tensor data {} "
+        "+ tensor padding {} + trailing {}",
+        layout["header_bytes"].get<uint64_t>(), layout["metadata_bytes"].get<uint64_t>(),
+        layout["tensor_info_bytes"].get<uint64_t>(),
+        layout["alignment_padding_bytes"].get<uint64_t>(),
+        layout["tensor_data_bytes"].get<uint64_t>(), layout["tensor_padding_bytes"].get<uint64_t>(),
+        layout["trailing_bytes"].get<uint64_t>()));
+  }
 
   line(fmt::format("metadata      {} keys", r["metadata"].size()));
   for (const Json& entry : r["metadata"]) {
@@ -133,14 +160,16 @@ std::string render_inspect_text(const Json& r, bool show_all_tensors) {
   line(fmt::format("tensors       {}", tensors.size()));
   constexpr size_t kShownTensors = 40;
   const size_t shown = show_all_tensors ? tensors.size() : std::min(tensors.size(), kShownTensors);
-  if (shown > 0)
-    line(fmt::format("  {:<40} {:<8} {:<20} {:>14} {:>14}", "name", "type", "shape", "bytes",
-                     "offset"));
+  if (shown > 0) {
+    line(fmt::format("  {:<40} {:<8} {:<20} {:>14} {:>14}{}", "name", "type", "shape", "bytes",
+                     "offset", package ? "  xxh3-128" : ""));
+  }
   for (size_t i = 0; i < shown; ++i) {
     const Json& t = tensors[i];
-    line(fmt::format("  {:<40} {:<8} {:<20} {:>14} {:>14}", t["name"].get<std::string>(),
+    line(fmt::format("  {:<40} {:<8} {:<20} {:>14} {:>14}{}", t["name"].get<std::string>(),
                      t["type"].get<std::string>(), shape_text(t["shape"]),
-                     t["bytes"].get<uint64_t>(), t["offset"].get<uint64_t>()));
+                     t["bytes"].get<uint64_t>(), t["offset"].get<uint64_t>(),
+                     package ? "  " + t["xxh3_128"].get<std::string>() : ""));
   }
   if (shown < tensors.size())
     line(fmt::format("  ... {} more (--all-tensors)", tensors.size() - shown));

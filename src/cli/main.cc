@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   add_synth_command(app, exit_code);
   add_doctor_command(app, exit_code);
   add_tokenize_command(app, exit_code);
+  add_convert_command(app, exit_code);
+  add_verify_command(app, exit_code);
+  add_models_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

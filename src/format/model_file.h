@@ -45,6 +45,9 @@ class ModelFile {
   virtual const MappedFile& mapping() const = 0;
 };
 
+// "synapse" when the file starts with the package magic, else "gguf" (also for files that cannot
+// be read: the GGUF reader then reports why).
+std::string_view sniff_model_format(const std::string& path);
 // Opens a model file, choosing the reader from its first bytes.
 Result<std::unique_ptr<ModelFile>> open_model_file(const std::string& path);
 

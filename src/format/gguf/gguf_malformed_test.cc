@@ -21,6 +21,7 @@
 #include "format/byte_order.h"
 #include "format/gguf/gguf_file.h"
 #include "format/gguf/gguf_writer.h"
+#include "tests/support/hand_assembly.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -31,33 +32,10 @@ using VT = GgufValueType;
 
 // Hand assembly.
 
-template <typename T>
-Bytes le(T value) {
-  Bytes out(sizeof(T));
-  store_le(out.data(), value);
-  return out;
-}
-
-Bytes cat(std::initializer_list<Bytes> parts) {
-  Bytes out;
-  for (const Bytes& p : parts) out.insert(out.end(), p.begin(), p.end());
-  return out;
-}
-
-Bytes repeat(const Bytes& part, size_t times) {
-  Bytes out;
-  for (size_t i = 0; i < times; ++i) out.insert(out.end(), part.begin(), part.end());
-  return out;
-}
-
-// A GGUF string: u64 length, then the bytes.
-Bytes str(std::string_view text) {
-  // Sized up front: GCC 12 at -O2 misreads insert() after the 8-byte prefix as an overflow.
-  Bytes out(8 + text.size());
-  store_le(out.data(), static_cast<uint64_t>(text.size()));
-  std::copy(text.begin(), text.end(), out.begin() + 8);
-  return out;
-}
+using testing::cat;
+using testing::le;
+using testing::repeat;
+using testing::str;
 
 uint32_t id(VT type) { return static_cast<uint32_t>(type); }
 uint32_t id(TensorType type) { return static_cast<uint32_t>(type); }

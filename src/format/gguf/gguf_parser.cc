@@ -1,27 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GGUF parser. Design goal: no input can make it crash, hang, read outside the buffer or
-// allocate more than a small multiple of the file size. Every read goes through need(), every
-// count is checked against GgufLimits and then against the bytes left before any allocation, and
-// every size is computed with overflow checks. Errors carry the byte offset where the offending
-// item starts.
+// allocate more than a small multiple of the file size. Every read goes through
+// GgufKvReader::need(), every count is checked against GgufLimits and then against the bytes left
+// before any allocation, and every size is computed with overflow checks. Errors carry the byte
+// offset where the offending item starts.
 #include <algorithm>
 #include <numeric>
 
 #include "base/checked_math.h"
 #include "base/utf8.h"
-#include "format/byte_order.h"
 #include "format/gguf/gguf_file.h"
 #include "format/gguf/gguf_keys.h"
+#include "format/gguf/gguf_kv_codec.h"
 
 namespace synapse {
 namespace {
 
-// Smallest possible encodings, used to reject counts that cannot fit in the bytes left.
-constexpr uint64_t kMinKeyValueBytes = 8 + 1 + 4 + 1;  // key length, key, type, u8
+// Smallest possible tensor info, used to reject counts that cannot fit in the bytes left.
 constexpr uint64_t kMinTensorInfoBytes =
-    8 + 1 + 4 + 8 + 4 + 8;                        // name, n_dims, 1 dim, type, offset
-constexpr uint64_t kMinNestedArrayBytes = 4 + 8;  // element type, count
-constexpr uint64_t kMinStringBytes = 8;           // length of an empty string
+    8 + 1 + 4 + 8 + 4 + 8;  // name, n_dims, 1 dim, type, offset
 
 Status error_at(ErrorCode code, uint64_t offset, std::string message) {
   return Status(code, std::move(message), ErrorWhere{.byte_offset = offset});
@@ -32,21 +29,22 @@ Status error_at(ErrorCode code, uint64_t offset, std::string message) {
 class GgufParser {
  public:
   GgufParser(std::span<const uint8_t> bytes, const GgufLimits& limits)
-      : bytes_(bytes), limits_(limits) {}
+      : bytes_(bytes), limits_(limits), reader_(bytes, 0, bytes.size(), limits) {}
 
   Status parse(GgufFile& out) {
     out.bytes_ = bytes_;
     out.layout_.file_bytes = bytes_.size();
     SYN_RETURN_IF_ERROR(parse_header(out));
-    out.layout_.header_bytes = pos_;
-    SYN_RETURN_IF_ERROR(parse_metadata(out));
-    out.layout_.metadata_bytes = pos_ - out.layout_.header_bytes;
+    out.layout_.header_bytes = reader_.pos();
+    SYN_ASSIGN_OR_RETURN(std::vector<GgufKeyValue> entries, reader_.read_key_values(n_kv_));
+    out.metadata_ = GgufMetadata(std::move(entries));
+    out.layout_.metadata_bytes = reader_.pos() - out.layout_.header_bytes;
     SYN_RETURN_IF_ERROR(parse_alignment(out));
-    const uint64_t infos_start = pos_;
+    const uint64_t infos_start = reader_.pos();
     SYN_RETURN_IF_ERROR(parse_tensor_infos(out));
-    out.layout_.tensor_info_bytes = pos_ - infos_start;
+    out.layout_.tensor_info_bytes = reader_.pos() - infos_start;
     SYN_RETURN_IF_ERROR(validate_data_section(out));
-    out.parsed_bytes_ = max_pos_;
+    out.parsed_bytes_ = reader_.max_pos();
     out.views_.reserve(out.tensors_.size());
     for (const GgufTensorInfo& t : out.tensors_) {
       out.views_.push_back(TensorView{t.name, t.type, t.n_dims, t.dims, out.tensor_data(t)});
@@ -55,39 +53,11 @@ class GgufParser {
   }
 
  private:
-  uint64_t remaining() const { return bytes_.size() - pos_; }
-
-  Status need(uint64_t n, std::string_view what) {
-    if (n > remaining()) {
-      return error_at(ErrorCode::kFileTruncated, pos_,
-                      "file ends inside " + std::string(what) + " (needs " + std::to_string(n) +
-                          " bytes, " + std::to_string(remaining()) + " left)");
-    }
-    max_pos_ = std::max(max_pos_, pos_ + n);
-    return ok_status();
-  }
+  uint64_t remaining() const { return reader_.remaining(); }
 
   template <typename T>
   Result<T> read(std::string_view what) {
-    SYN_RETURN_IF_ERROR(need(sizeof(T), what));
-    const T value = load_le<T>(bytes_.data() + pos_);
-    pos_ += sizeof(T);
-    return value;
-  }
-
-  // A GGUF string: u64 length then bytes. Lengths above `max_bytes` fail with kLimitExceeded.
-  Result<std::string_view> read_string(uint64_t max_bytes, std::string_view what) {
-    const uint64_t start = pos_;
-    SYN_ASSIGN_OR_RETURN(const uint64_t length, read<uint64_t>(what));
-    if (length > max_bytes) {
-      return error_at(ErrorCode::kLimitExceeded, start,
-                      std::string(what) + " length " + std::to_string(length) +
-                          " exceeds the limit of " + std::to_string(max_bytes));
-    }
-    SYN_RETURN_IF_ERROR(need(length, what));
-    const std::string_view text(reinterpret_cast<const char*>(bytes_.data() + pos_), length);
-    pos_ += length;
-    return text;
+    return reader_.template read<T>(what);
   }
 
   Status parse_header(GgufFile& out) {
@@ -117,9 +87,9 @@ class GgufParser {
       return error_at(ErrorCode::kUnsupportedVersion, 4, why);
     }
     out.version_ = version;
-    const uint64_t tensors_at = pos_;
+    const uint64_t tensors_at = reader_.pos();
     SYN_ASSIGN_OR_RETURN(n_tensors_, read<uint64_t>("tensor count"));
-    const uint64_t kv_at = pos_;
+    const uint64_t kv_at = reader_.pos();
     SYN_ASSIGN_OR_RETURN(n_kv_, read<uint64_t>("metadata count"));
     if (n_tensors_ > limits_.max_tensors) {
       return error_at(ErrorCode::kLimitExceeded, tensors_at,
@@ -133,127 +103,18 @@ class GgufParser {
     }
     // Both counts are now small enough that these products cannot overflow. The metadata count
     // is checked alone first so that the error points at the count that cannot be right.
-    if (n_kv_ * kMinKeyValueBytes > remaining()) {
+    if (n_kv_ * kGgufMinKeyValueBytes > remaining()) {
       return error_at(ErrorCode::kFileTruncated, kv_at,
                       std::to_string(n_kv_) + " key/value pairs cannot fit in the " +
                           std::to_string(remaining()) + " bytes left");
     }
-    if (n_kv_ * kMinKeyValueBytes + n_tensors_ * kMinTensorInfoBytes > remaining()) {
+    if (n_kv_ * kGgufMinKeyValueBytes + n_tensors_ * kMinTensorInfoBytes > remaining()) {
       return error_at(ErrorCode::kFileTruncated, tensors_at,
                       std::to_string(n_kv_) + " key/value pairs and " + std::to_string(n_tensors_) +
                           " tensor infos cannot fit in the " + std::to_string(remaining()) +
                           " bytes left");
     }
     return ok_status();
-  }
-
-  Status parse_metadata(GgufFile& out) {
-    std::vector<GgufKeyValue> entries;
-    entries.reserve(n_kv_);
-    std::unordered_map<std::string_view, uint64_t> seen;
-    seen.reserve(n_kv_);
-    for (uint64_t i = 0; i < n_kv_; ++i) {
-      const uint64_t key_at = pos_;
-      SYN_ASSIGN_OR_RETURN(const std::string_view key, read_string(limits_.max_key_bytes, "key"));
-      if (key.empty()) return error_at(ErrorCode::kBadValue, key_at, "empty metadata key");
-      if (const auto bad = find_invalid_utf8(key)) {
-        return error_at(ErrorCode::kInvalidUtf8, key_at + 8 + *bad,
-                        "metadata key is not valid UTF-8");
-      }
-      if (!seen.emplace(key, key_at).second) {
-        return Status(ErrorCode::kDuplicateKey,
-                      "key appears twice (first at byte " + std::to_string(seen[key]) + ")",
-                      ErrorWhere{.byte_offset = key_at, .key = std::string(key)});
-      }
-      const uint64_t type_at = pos_;
-      SYN_ASSIGN_OR_RETURN(const uint32_t type_id, read<uint32_t>("value type"));
-      const auto type = gguf_value_type_from_id(type_id);
-      if (!type) {
-        return Status(ErrorCode::kUnknownValueType, "unknown value type " + std::to_string(type_id),
-                      ErrorWhere{.byte_offset = type_at, .key = std::string(key)});
-      }
-      Result<GgufValue> value = read_value(*type, 0);
-      if (!value.ok()) return std::move(value).take_status().with_key(std::string(key));
-      entries.push_back(GgufKeyValue{key, std::move(value).value(), key_at});
-    }
-    out.metadata_ = GgufMetadata(std::move(entries));
-    return ok_status();
-  }
-
-  Result<GgufValue> read_value(GgufValueType type, uint32_t depth) {
-    if (type == GgufValueType::kString) {
-      SYN_ASSIGN_OR_RETURN(const std::string_view text,
-                           read_string(limits_.max_string_bytes, "string value"));
-      return GgufValue::string_view_of(text);
-    }
-    if (type == GgufValueType::kArray) return read_array(depth);
-    const uint32_t size = gguf_scalar_bytes(type);
-    SYN_RETURN_IF_ERROR(need(size, "scalar value"));
-    GgufValue value = GgufValue::scalar_from_bytes(type, bytes_.data() + pos_);
-    pos_ += size;
-    return value;
-  }
-
-  Result<GgufValue> read_array(uint32_t depth) {
-    const uint64_t array_at = pos_;
-    if (depth >= limits_.max_array_depth) {
-      return error_at(ErrorCode::kLimitExceeded, array_at,
-                      "arrays nested deeper than " + std::to_string(limits_.max_array_depth));
-    }
-    SYN_ASSIGN_OR_RETURN(const uint32_t type_id, read<uint32_t>("array element type"));
-    const auto element_type = gguf_value_type_from_id(type_id);
-    if (!element_type) {
-      return error_at(ErrorCode::kUnknownValueType, array_at,
-                      "unknown array element type " + std::to_string(type_id));
-    }
-    const uint64_t count_at = pos_;
-    SYN_ASSIGN_OR_RETURN(const uint64_t count, read<uint64_t>("array length"));
-    if (count > limits_.max_array_elements) {
-      return error_at(ErrorCode::kLimitExceeded, count_at,
-                      "array length " + std::to_string(count) + " exceeds the limit of " +
-                          std::to_string(limits_.max_array_elements));
-    }
-    uint64_t min_element_bytes = gguf_scalar_bytes(*element_type);
-    if (*element_type == GgufValueType::kString) min_element_bytes = kMinStringBytes;
-    if (*element_type == GgufValueType::kArray) min_element_bytes = kMinNestedArrayBytes;
-    // count <= 2^28 and min_element_bytes <= 12: no overflow.
-    if (count * min_element_bytes > remaining()) {
-      return error_at(ErrorCode::kFileTruncated, count_at,
-                      "array of " + std::to_string(count) + " " +
-                          std::string(gguf_value_type_name(*element_type)) +
-                          " elements cannot fit in the " + std::to_string(remaining()) +
-                          " bytes left");
-    }
-    if (*element_type == GgufValueType::kString) {
-      std::vector<std::string_view> strings;
-      strings.reserve(count);
-      for (uint64_t i = 0; i < count; ++i) {
-        SYN_ASSIGN_OR_RETURN(const std::string_view s,
-                             read_string(limits_.max_string_bytes, "string array element"));
-        strings.push_back(s);
-      }
-      return GgufValue::string_array_view(std::move(strings));
-    }
-    if (*element_type == GgufValueType::kArray) {
-      nested_arrays_ += count;
-      if (nested_arrays_ > limits_.max_nested_arrays) {
-        return error_at(ErrorCode::kLimitExceeded, array_at,
-                        "more than " + std::to_string(limits_.max_nested_arrays) +
-                            " nested arrays in the metadata");
-      }
-      std::vector<GgufValue> arrays;
-      arrays.reserve(count);
-      for (uint64_t i = 0; i < count; ++i) {
-        SYN_ASSIGN_OR_RETURN(GgufValue inner, read_array(depth + 1));
-        arrays.push_back(std::move(inner));
-      }
-      return GgufValue::array_of_arrays(std::move(arrays));
-    }
-    const uint64_t raw_bytes = count * min_element_bytes;
-    SYN_RETURN_IF_ERROR(need(raw_bytes, "array data"));
-    const std::span<const uint8_t> raw = bytes_.subspan(pos_, raw_bytes);
-    pos_ += raw_bytes;
-    return GgufValue::scalar_array_view(*element_type, raw, count);
   }
 
   Status parse_alignment(GgufFile& out) {
@@ -299,8 +160,9 @@ class GgufParser {
 
   Result<GgufTensorInfo> read_tensor_info(const GgufFile& out) {
     GgufTensorInfo info;
-    info.info_file_offset = pos_;
-    SYN_ASSIGN_OR_RETURN(info.name, read_string(limits_.max_tensor_name_bytes, "tensor name"));
+    info.info_file_offset = reader_.pos();
+    SYN_ASSIGN_OR_RETURN(info.name,
+                         reader_.read_string(limits_.max_tensor_name_bytes, "tensor name"));
     auto fail = [&](ErrorCode code, uint64_t at, std::string message) {
       return Status(code, std::move(message),
                     ErrorWhere{.byte_offset = at, .tensor = std::string(info.name)});
@@ -311,7 +173,7 @@ class GgufParser {
       return fail(ErrorCode::kInvalidUtf8, info.info_file_offset + 8 + *bad,
                   "tensor name is not valid UTF-8");
     }
-    const uint64_t dims_at = pos_;
+    const uint64_t dims_at = reader_.pos();
     SYN_ASSIGN_OR_RETURN(info.n_dims, read<uint32_t>("tensor dimension count"));
     if (info.n_dims == 0 || info.n_dims > kGgufMaxDims) {
       return fail(ErrorCode::kBadShape, dims_at,
@@ -320,7 +182,7 @@ class GgufParser {
     for (uint32_t d = 0; d < info.n_dims; ++d) {
       SYN_ASSIGN_OR_RETURN(info.dims[d], read<uint64_t>("tensor dimension"));
     }
-    const uint64_t type_at = pos_;
+    const uint64_t type_at = reader_.pos();
     SYN_ASSIGN_OR_RETURN(const uint32_t type_id, read<uint32_t>("tensor type"));
     const TensorTypeInfo* type = find_tensor_type(type_id);
     if (type == nullptr) {
@@ -331,7 +193,7 @@ class GgufParser {
     Result<uint64_t> bytes = tensor_byte_size(info.type, info.shape());
     if (!bytes.ok()) return fail(ErrorCode::kBadShape, dims_at, bytes.status().message());
     info.bytes = *bytes;
-    const uint64_t offset_at = pos_;
+    const uint64_t offset_at = reader_.pos();
     SYN_ASSIGN_OR_RETURN(info.data_offset, read<uint64_t>("tensor data offset"));
     if (info.data_offset % out.alignment_ != 0) {
       return fail(ErrorCode::kBadAlignment, offset_at,
@@ -343,7 +205,7 @@ class GgufParser {
 
   Status validate_data_section(GgufFile& out) {
     GgufLayout& layout = out.layout_;
-    const uint64_t infos_end = pos_;
+    const uint64_t infos_end = reader_.pos();
     const std::optional<uint64_t> data_offset = checked_align_up(infos_end, out.alignment_);
     if (!data_offset) {
       return error_at(ErrorCode::kBadAlignment, infos_end, "data section offset overflows");
@@ -412,11 +274,9 @@ class GgufParser {
 
   std::span<const uint8_t> bytes_;
   const GgufLimits& limits_;
-  uint64_t pos_ = 0;
-  uint64_t max_pos_ = 0;
+  GgufKvReader reader_;
   uint64_t n_tensors_ = 0;
   uint64_t n_kv_ = 0;
-  uint64_t nested_arrays_ = 0;
 };
 
 Result<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, std::string display_name,

@@ -1,85 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "format/gguf/gguf_writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <algorithm>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
+#include "base/atomic_file.h"
 #include "base/checked_math.h"
 #include "base/utf8.h"
-#include "format/byte_order.h"
 #include "format/gguf/gguf_keys.h"
+#include "format/gguf/gguf_kv_codec.h"
 
 namespace synapse {
-namespace {
-
-class ByteBuffer {
- public:
-  template <typename T>
-  void put(T value) {
-    uint8_t bytes[sizeof(T)];
-    store_le(bytes, value);
-    data_.insert(data_.end(), bytes, bytes + sizeof(T));
-  }
-  void put_string(std::string_view text) {
-    put<uint64_t>(text.size());
-    data_.insert(data_.end(), text.begin(), text.end());
-  }
-  void put_raw(std::span<const uint8_t> raw) { data_.insert(data_.end(), raw.begin(), raw.end()); }
-  void pad_to(uint64_t alignment) {
-    while (data_.size() % alignment != 0) data_.push_back(0);
-  }
-  std::vector<uint8_t>& data() { return data_; }
-
- private:
-  std::vector<uint8_t> data_;
-};
-
-void encode_value(ByteBuffer& out, const GgufValue& value) {
-  switch (value.type()) {
-    case GgufValueType::kString:
-      out.put_string(*value.to_string());
-      break;
-    case GgufValueType::kArray: {
-      out.put<uint32_t>(static_cast<uint32_t>(value.element_type()));
-      out.put<uint64_t>(value.array_size());
-      if (value.element_type() == GgufValueType::kString) {
-        for (std::string_view s : value.strings()) out.put_string(s);
-      } else if (value.element_type() == GgufValueType::kArray) {
-        for (const GgufValue& inner : value.arrays()) encode_value(out, inner);
-      } else {
-        out.put_raw(value.raw_elements());
-      }
-      break;
-    }
-    default: {
-      uint8_t bytes[8];
-      store_le(bytes, value.raw_scalar_bits());
-      out.put_raw({bytes, gguf_scalar_bytes(value.type())});
-      break;
-    }
-  }
-}
-
-Status check_key(std::string_view key) {
-  if (key.empty()) return Status(ErrorCode::kInvalidArgument, "empty metadata key");
-  if (key.size() > 65535) {
-    return Status(ErrorCode::kLimitExceeded, "metadata key longer than 65535 bytes");
-  }
-  if (!is_valid_utf8(key)) {
-    return Status(ErrorCode::kInvalidUtf8, "metadata key is not valid UTF-8");
-  }
-  return ok_status();
-}
-
-}  // namespace
 
 Status GgufWriter::set(std::string_view key, GgufValue value) {
-  SYN_RETURN_IF_ERROR(check_key(key));
+  SYN_RETURN_IF_ERROR(check_gguf_key(key));
   if (key == gguf_key::kAlignment) {
     if (value.type() != GgufValueType::kUint32 || !is_power_of_two(*value.to_uint())) {
       return Status(ErrorCode::kBadAlignment, "general.alignment must be a u32 power of two",
@@ -164,25 +97,21 @@ Status GgufWriter::add_tensor(std::string_view name, TensorType type,
 }
 
 std::vector<uint8_t> GgufWriter::encode_header() const {
-  ByteBuffer out;
-  out.put<uint32_t>(kGgufMagic);
-  out.put<uint32_t>(3);
-  out.put<uint64_t>(tensors_.size());
-  out.put<uint64_t>(entries_.size());
-  for (const Entry& entry : entries_) {
-    out.put_string(entry.key);
-    out.put<uint32_t>(static_cast<uint32_t>(entry.value.type()));
-    encode_value(out, entry.value);
-  }
+  std::vector<uint8_t> out;
+  append_le<uint32_t>(out, kGgufMagic);
+  append_le<uint32_t>(out, 3);
+  append_le<uint64_t>(out, tensors_.size());
+  append_le<uint64_t>(out, entries_.size());
+  for (const Entry& entry : entries_) append_gguf_key_value(out, entry.key, entry.value);
   for (const Tensor& t : tensors_) {
-    out.put_string(t.name);
-    out.put<uint32_t>(static_cast<uint32_t>(t.dims.size()));
-    for (uint64_t d : t.dims) out.put<uint64_t>(d);
-    out.put<uint32_t>(static_cast<uint32_t>(t.type));
-    out.put<uint64_t>(t.data_offset);
+    append_gguf_string(out, t.name);
+    append_le<uint32_t>(out, static_cast<uint32_t>(t.dims.size()));
+    for (uint64_t d : t.dims) append_le<uint64_t>(out, d);
+    append_le<uint32_t>(out, static_cast<uint32_t>(t.type));
+    append_le<uint64_t>(out, t.data_offset);
   }
-  out.pad_to(alignment_);
-  return std::move(out.data());
+  out.resize(*checked_align_up(out.size(), alignment_), 0);
+  return out;
 }
 
 uint64_t GgufWriter::file_size() const { return encode_header().size() + data_bytes_; }
@@ -221,47 +150,15 @@ Result<std::vector<uint8_t>> GgufWriter::write_to_buffer() const {
 }
 
 Status GgufWriter::write_file(const std::string& path, const ProgressFn& progress) const {
-  std::string temp_path = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(temp_path.data());
-  if (fd < 0) {
-    return Status(ErrorCode::kIoError, std::string("cannot create file: ") + std::strerror(errno),
-                  ErrorWhere{.path = path});
-  }
-  ::fchmod(fd, 0644);  // mkstemp creates 0600; a model file is not a secret
-  std::FILE* file = ::fdopen(fd, "wb");
-  if (file == nullptr) {
-    ::close(fd);
-    ::unlink(temp_path.c_str());
-    return Status(ErrorCode::kIoError, "fdopen failed", ErrorWhere{.path = path});
-  }
-  std::vector<char> stdio_buffer(1 << 20);
-  std::setvbuf(file, stdio_buffer.data(), _IOFBF, stdio_buffer.size());
+  SYN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::create(path));
   const uint64_t total = progress ? file_size() : 0;
-  uint64_t written = 0;
-  Status status = write([&](std::span<const uint8_t> bytes) {
-    if (std::fwrite(bytes.data(), 1, bytes.size(), file) != bytes.size()) {
-      return Status(ErrorCode::kIoError, std::string("write failed: ") + std::strerror(errno),
-                    ErrorWhere{.path = path});
-    }
-    written += bytes.size();
-    if (progress) progress(written, total);
-    return ok_status();
-  });
-  if (std::fflush(file) != 0 && status.ok()) {
-    status = Status(ErrorCode::kIoError, std::string("write failed: ") + std::strerror(errno),
-                    ErrorWhere{.path = path});
-  }
-  if (status.ok() && ::fsync(::fileno(file)) != 0) {
-    status = Status(ErrorCode::kIoError, std::string("fsync failed: ") + std::strerror(errno),
-                    ErrorWhere{.path = path});
-  }
-  std::fclose(file);
-  if (status.ok() && ::rename(temp_path.c_str(), path.c_str()) != 0) {
-    status = Status(ErrorCode::kIoError, std::string("rename failed: ") + std::strerror(errno),
-                    ErrorWhere{.path = path});
-  }
-  if (!status.ok()) ::unlink(temp_path.c_str());
-  return status;
+  const auto sink = [&](std::span<const uint8_t> bytes) {
+    Status written = file.write(bytes);
+    if (written.ok() && progress) progress(file.bytes_written(), total);
+    return written;
+  };
+  SYN_RETURN_IF_ERROR(write(sink));
+  return file.commit();
 }
 
 }  // namespace synapse

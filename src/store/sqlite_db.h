@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// A thin RAII layer over the SQLite C API: a connection, prepared statements with typed binds and
+// columns, and transactions that roll back unless committed. Errors become Status values
+// (SQLITE_BUSY after the busy timeout is `unavailable`, a transient code). A connection belongs to
+// one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace synapse {
+
+class SqliteStatement;
+
+class SqliteDb {
+ public:
+  // Opens (creating) a database file in WAL mode with foreign keys on and the given busy timeout.
+  static Result<SqliteDb> open(const std::string& path, int busy_timeout_ms);
+
+  SqliteDb(SqliteDb&&) noexcept = default;
+  SqliteDb& operator=(SqliteDb&&) noexcept = default;
+  ~SqliteDb() = default;
+
+  Status exec(std::string_view sql);
+  Result<SqliteStatement> prepare(std::string_view sql);
+  const std::string& path() const { return path_; }
+
+  Status error(std::string_view what) const;
+
+ private:
+  SqliteDb() = default;
+  struct Closer {
+    void operator()(sqlite3* db) const;
+  };
+  std::unique_ptr<sqlite3, Closer> db_;
+  std::string path_;
+  friend class SqliteStatement;
+};
+
+class SqliteStatement {
+ public:
+  SqliteStatement(SqliteStatement&&) noexcept = default;
+  SqliteStatement& operator=(SqliteStatement&&) noexcept = default;
+  ~SqliteStatement() = default;
+
+  // Binds are 1-based, as in SQL.
+  SqliteStatement& bind(int index, std::string_view text);
+  SqliteStatement& bind(int index, int64_t value);
+  SqliteStatement& bind_null(int index);
+  // True while a row is available; false when done.
+  Result<bool> step();
+  // Runs a statement that returns no rows.
+  Status run();
+
+  std::string column_text(int index) const;
+  int64_t column_int(int index) const;
+  std::optional<int64_t> column_optional_int(int index) const;
+
+ private:
+  SqliteStatement(const SqliteDb* db, sqlite3_stmt* statement) : db_(db), statement_(statement) {}
+  struct Finalizer {
+    void operator()(sqlite3_stmt* statement) const;
+  };
+  const SqliteDb* db_;
+  std::unique_ptr<sqlite3_stmt, Finalizer> statement_;
+  friend class SqliteDb;
+};
+
+// BEGIN IMMEDIATE (takes the write lock up front, so two writers never deadlock on an upgrade);
+// rolls back on destruction unless commit() succeeded.
+class SqliteTransaction {
+ public:
+  static Result<SqliteTransaction> begin(SqliteDb& db);
+  SqliteTransaction(SqliteTransaction&& other) noexcept;
+  SqliteTransaction& operator=(SqliteTransaction&&) = delete;
+  SqliteTransaction(const SqliteTransaction&) = delete;
+  ~SqliteTransaction();
+  Status commit();
+
+ private:
+  explicit SqliteTransaction(SqliteDb* db) : db_(db) {}
+  SqliteDb* db_;
+};
+
+}  // namespace synapse
