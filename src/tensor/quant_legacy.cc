@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reference quantizers and dequantizers of the 32-element block formats. The arithmetic follows
+// ggml's reference code operation for operation (float, no fused multiply-add), because the goal
+// is identical bytes and bit-identical values, not just small error.
+#include "tensor/quant_legacy.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "tensor/half.h"
+
+namespace synapse {
+namespace {
+
+constexpr size_t kQK = kQuantBlockElements;
+
+void check_sizes(size_t n_values, size_t n_blocks) {
+  SYN_CHECK(n_values == n_blocks * kQK, "row length does not match the block count");
+}
+
+// The value of largest magnitude (the first one on ties), as ggml's Q4_0/Q5_0 quantizers pick it.
+float signed_absmax(const float* x) {
+  float amax = 0.0f;
+  float max = 0.0f;
+  for (size_t j = 0; j < kQK; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+float absmax(const float* x) {
+  float amax = 0.0f;
+  for (size_t j = 0; j < kQK; ++j) {
+    const float a = std::fabs(x[j]);
+    amax = amax > a ? amax : a;
+  }
+  return amax;
+}
+
+void min_max(const float* x, float& min, float& max) {
+  min = FLT_MAX;
+  max = -FLT_MAX;
+  for (size_t j = 0; j < kQK; ++j) {
+    if (x[j] < min) min = x[j];
+    if (x[j] > max) max = x[j];
+  }
+}
+
+void store_qh(uint32_t value, uint8_t qh[4]) { std::memcpy(qh, &value, sizeof(value)); }
+
+}  // namespace
+
+void quantize_row_q4_0(std::span<const float> x, std::span<BlockQ4_0> y) {
+  check_sizes(x.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float* xb = x.data() + i * kQK;
+    const float d = signed_absmax(xb) / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_f16(d);
+    for (size_t j = 0; j < kQK / 2; ++j) {
+      const int q0 = truncate_clamped(xb[j] * id + 8.5f, 0, 15);
+      const int q1 = truncate_clamped(xb[j + kQK / 2] * id + 8.5f, 0, 15);
+      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_row_q4_1(std::span<const float> x, std::span<BlockQ4_1> y) {
+  check_sizes(x.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float* xb = x.data() + i * kQK;
+    float min = 0.0f, max = 0.0f;
+    min_max(xb, min, max);
+    const float d = (max - min) / 15.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_f16(d);
+    y[i].m = f32_to_f16(min);
+    for (size_t j = 0; j < kQK / 2; ++j) {
+      const int q0 = truncate_clamped((xb[j] - min) * id + 0.5f, 0, 15);
+      const int q1 = truncate_clamped((xb[j + kQK / 2] - min) * id + 0.5f, 0, 15);
+      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_row_q5_0(std::span<const float> x, std::span<BlockQ5_0> y) {
+  check_sizes(x.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float* xb = x.data() + i * kQK;
+    const float d = signed_absmax(xb) / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_f16(d);
+    uint32_t qh = 0;
+    for (size_t j = 0; j < kQK / 2; ++j) {
+      const int q0 = truncate_clamped(xb[j] * id + 16.5f, 0, 31);
+      const int q1 = truncate_clamped(xb[j + kQK / 2] * id + 16.5f, 0, 31);
+      y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= static_cast<uint32_t>(q0 >> 4) << j;
+      qh |= static_cast<uint32_t>(q1 >> 4) << (j + kQK / 2);
+    }
+    store_qh(qh, y[i].qh);
+  }
+}
+
+void quantize_row_q5_1(std::span<const float> x, std::span<BlockQ5_1> y) {
+  check_sizes(x.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float* xb = x.data() + i * kQK;
+    float min = 0.0f, max = 0.0f;
+    min_max(xb, min, max);
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_f16(d);
+    y[i].m = f32_to_f16(min);
+    uint32_t qh = 0;
+    for (size_t j = 0; j < kQK / 2; ++j) {
+      const int q0 = truncate_clamped((xb[j] - min) * id + 0.5f, 0, 31);
+      const int q1 = truncate_clamped((xb[j + kQK / 2] - min) * id + 0.5f, 0, 31);
+      y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= static_cast<uint32_t>(q0 >> 4) << j;
+      qh |= static_cast<uint32_t>(q1 >> 4) << (j + kQK / 2);
+    }
+    store_qh(qh, y[i].qh);
+  }
+}
+
+void quantize_row_q8_0(std::span<const float> x, std::span<BlockQ8_0> y) {
+  check_sizes(x.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float* xb = x.data() + i * kQK;
+    const float d = absmax(xb) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_f16(d);
+    for (size_t j = 0; j < kQK; ++j) {
+      y[i].qs[j] = static_cast<int8_t>(round_away_clamped(xb[j] * id, -128, 127));
+    }
+  }
+}
+
+void quantize_row_q8_1(std::span<const float> x, std::span<BlockQ8_1> y) {
+  check_sizes(x.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float* xb = x.data() + i * kQK;
+    const float d = absmax(xb) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_f16(d);
+    int sum = 0;
+    for (size_t j = 0; j < kQK; ++j) {
+      y[i].qs[j] = static_cast<int8_t>(round_away_clamped(xb[j] * id, -128, 127));
+      sum += y[i].qs[j];
+    }
+    y[i].s = f32_to_f16(static_cast<float>(sum) * d);
+  }
+}
+
+void dequantize_row_q4_0(std::span<const BlockQ4_0> x, std::span<float> y) {
+  check_sizes(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float d = f16_to_f32(x[i].d);
+    for (int j = 0; j < static_cast<int>(kQK); ++j) {
+      y[i * kQK + static_cast<size_t>(j)] = static_cast<float>(q4_value(x[i].qs, j) - 8) * d;
+    }
+  }
+}
+
+void dequantize_row_q4_1(std::span<const BlockQ4_1> x, std::span<float> y) {
+  check_sizes(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float d = f16_to_f32(x[i].d);
+    const float m = f16_to_f32(x[i].m);
+    for (int j = 0; j < static_cast<int>(kQK); ++j) {
+      y[i * kQK + static_cast<size_t>(j)] = static_cast<float>(q4_value(x[i].qs, j)) * d + m;
+    }
+  }
+}
+
+void dequantize_row_q5_0(std::span<const BlockQ5_0> x, std::span<float> y) {
+  check_sizes(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float d = f16_to_f32(x[i].d);
+    for (int j = 0; j < static_cast<int>(kQK); ++j) {
+      y[i * kQK + static_cast<size_t>(j)] =
+          static_cast<float>(q5_value(x[i].qs, x[i].qh, j) - 16) * d;
+    }
+  }
+}
+
+void dequantize_row_q5_1(std::span<const BlockQ5_1> x, std::span<float> y) {
+  check_sizes(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float d = f16_to_f32(x[i].d);
+    const float m = f16_to_f32(x[i].m);
+    for (int j = 0; j < static_cast<int>(kQK); ++j) {
+      y[i * kQK + static_cast<size_t>(j)] =
+          static_cast<float>(q5_value(x[i].qs, x[i].qh, j)) * d + m;
+    }
+  }
+}
+
+void dequantize_row_q8_0(std::span<const BlockQ8_0> x, std::span<float> y) {
+  check_sizes(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float d = f16_to_f32(x[i].d);
+    for (size_t j = 0; j < kQK; ++j) y[i * kQK + j] = static_cast<float>(x[i].qs[j]) * d;
+  }
+}
+
+void dequantize_row_q8_1(std::span<const BlockQ8_1> x, std::span<float> y) {
+  check_sizes(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float d = f16_to_f32(x[i].d);
+    for (size_t j = 0; j < kQK; ++j) y[i * kQK + j] = static_cast<float>(x[i].qs[j]) * d;
+  }
+}
+
+}  // namespace synapse
