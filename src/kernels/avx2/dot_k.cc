@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+// AVX2 dot products of the K-quants with Q8_K activations. Each weight super-block is first
+// unpacked into 256 unsigned levels plus sixteen 16-element sub-block scales and mins (the
+// per-type part), then one integer kernel serves every type and every activation column:
+//   sum_s scale_s * (sum_i q_i x_i - offset * bsum_s)  and  sum_s min_s * bsum_s,
+// exact in int32 (at most 16 * 128 * 16002 < 2^25), scaled by d and dmin in float.
+#include <cstring>
+
+#include "kernels/avx2/avx2_internal.h"
+#include "kernels/avx2/simd_avx2.h"
+
+namespace synapse::avx2 {
+namespace {
+
+using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
+
+constexpr size_t kQK = 256;
+constexpr size_t kQ8KBytes = 292;  // BlockQ8_K: float d, 256 int8, 16 int16 bsums
+constexpr size_t kMaxColumns = 8;  // columns handled per pass over a row
+
+struct Unpacked {
+  alignas(32) uint8_t q[kQK];
+  alignas(32) int16_t scale[16];
+  alignas(32) int16_t min[16];
+  float d;
+  float dmin;
+};
+
+// Q4_K/Q5_K six-bit scales and mins of the eight 32-element sub-blocks, each written twice
+// (for the two 16-element halves).
+void unpack_k4_scales(const uint8_t* s, Unpacked& u) {
+  for (int j = 0; j < 8; ++j) {
+    int scale = 0, min = 0;
+    if (j < 4) {
+      scale = s[j] & 63;
+      min = s[j + 4] & 63;
+    } else {
+      scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+      min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+    u.scale[2 * j] = u.scale[2 * j + 1] = static_cast<int16_t>(scale);
+    u.min[2 * j] = u.min[2 * j + 1] = static_cast<int16_t>(min);
+  }
+}
+
+inline __m256i shift_mask(__m256i v, int shift, int mask) {
+  return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(static_cast<char>(mask)));
+}
+
+struct Q2K {
+  static constexpr size_t kBytes = 84;
+  static constexpr int kOffset = 0;
+  static void unpack(const uint8_t* b, Unpacked& u) {
+    for (int h = 0; h < 2; ++h) {
+      const __m256i v = load_256(b + 16 + 32 * h);
+      for (int p = 0; p < 4; ++p) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 128 * h + 32 * p), shift_mask(v, 2 * p, 3));
+      }
+    }
+    for (int s = 0; s < 16; ++s) {
+      u.scale[s] = static_cast<int16_t>(b[s] & 0x0F);
+      u.min[s] = static_cast<int16_t>(b[s] >> 4);
+    }
+    u.d = f16_to_f32(load_u16(b + 80));
+    u.dmin = f16_to_f32(load_u16(b + 82));
+  }
+};
+
+struct Q3K {
+  static constexpr size_t kBytes = 110;
+  static constexpr int kOffset = 4;
+  static void unpack(const uint8_t* b, Unpacked& u) {
+    const __m256i hmask = load_256(b);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i v = load_256(b + 32 + 32 * h);
+      for (int p = 0; p < 4; ++p) {
+        const __m256i high = _mm256_slli_epi16(shift_mask(hmask, 4 * h + p, 1), 2);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 128 * h + 32 * p),
+                           _mm256_or_si256(shift_mask(v, 2 * p, 3), high));
+      }
+    }
+    const uint8_t* s = b + 96;
+    for (int j = 0; j < 16; ++j) {
+      const int low = j < 8 ? (s[j] & 0x0F) : (s[j - 8] >> 4);
+      const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+      u.scale[j] = static_cast<int16_t>((low | (high << 4)) - 32);
+      u.min[j] = 0;
+    }
+    u.d = f16_to_f32(load_u16(b + 108));
+    u.dmin = 0.0f;
+  }
+};
+
+struct Q4K {
+  static constexpr size_t kBytes = 144;
+  static constexpr int kOffset = 0;
+  static void unpack(const uint8_t* b, Unpacked& u) {
+    for (int g = 0; g < 4; ++g) {
+      const __m256i v = load_256(b + 16 + 32 * g);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g), shift_mask(v, 0, 0x0F));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g + 32), shift_mask(v, 4, 0x0F));
+    }
+    unpack_k4_scales(b + 4, u);
+    u.d = f16_to_f32(load_u16(b));
+    u.dmin = f16_to_f32(load_u16(b + 2));
+  }
+};
+
+struct Q5K {
+  static constexpr size_t kBytes = 176;
+  static constexpr int kOffset = 0;
+  static void unpack(const uint8_t* b, Unpacked& u) {
+    const __m256i qh = load_256(b + 16);
+    for (int g = 0; g < 4; ++g) {
+      const __m256i v = load_256(b + 48 + 32 * g);
+      const __m256i lo_high = _mm256_slli_epi16(shift_mask(qh, 2 * g, 1), 4);
+      const __m256i hi_high = _mm256_slli_epi16(shift_mask(qh, 2 * g + 1, 1), 4);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g),
+                         _mm256_or_si256(shift_mask(v, 0, 0x0F), lo_high));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g + 32),
+                         _mm256_or_si256(shift_mask(v, 4, 0x0F), hi_high));
+    }
+    unpack_k4_scales(b + 4, u);
+    u.d = f16_to_f32(load_u16(b));
+    u.dmin = f16_to_f32(load_u16(b + 2));
+  }
+};
+
+struct Q6K {
+  static constexpr size_t kBytes = 210;
+  static constexpr int kOffset = 32;
+  static void unpack(const uint8_t* b, Unpacked& u) {
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qh = load_256(b + 128 + 32 * h);
+      for (int p = 0; p < 4; ++p) {
+        const __m256i ql = load_256(b + 64 * h + 32 * (p & 1));
+        const __m256i low = shift_mask(ql, (p >> 1) * 4, 0x0F);
+        const __m256i high = _mm256_slli_epi16(shift_mask(qh, 2 * p, 3), 4);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 128 * h + 32 * p),
+                           _mm256_or_si256(low, high));
+      }
+    }
+    for (int s = 0; s < 16; ++s) {
+      u.scale[s] = static_cast<int8_t>(b[192 + s]);
+      u.min[s] = 0;
+    }
+    u.d = f16_to_f32(load_u16(b + 208));
+    u.dmin = 0.0f;
+  }
+};
+
+template <typename W>
+void dot_k(const DotTile& t) {
+  const size_t n_blocks = t.k / kQK;
+  Unpacked u;
+  for (size_t c0 = 0; c0 < t.n_cols; c0 += kMaxColumns) {
+    const size_t n_cols = t.n_cols - c0 < kMaxColumns ? t.n_cols - c0 : kMaxColumns;
+    for (size_t r = 0; r < t.n_rows; ++r) {
+      __m256 acc[kMaxColumns];
+      float acc_scalar[kMaxColumns];
+      for (size_t c = 0; c < n_cols; ++c) {
+        acc[c] = _mm256_setzero_ps();
+        acc_scalar[c] = 0.0f;
+      }
+      for (size_t b = 0; b < n_blocks; ++b) {
+        W::unpack(t.w + r * t.w_stride + b * W::kBytes, u);
+        const __m256i scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.scale));
+        const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
+        for (size_t c = 0; c < n_cols; ++c) {
+          const uint8_t* xb = t.x + (c0 + c) * t.x_stride + b * kQ8KBytes;
+          float dx;
+          std::memcpy(&dx, xb, sizeof(dx));
+          const uint8_t* xq = xb + 4;
+          __m256i isum = _mm256_setzero_si256();
+          for (int j = 0; j < 8; ++j) {
+            const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * j));
+            const __m256i pairs = _mm256_maddubs_epi16(q, load_256(xq + 32 * j));
+            // Lanes 0-7 belong to sub-block 2j, lanes 8-15 to 2j+1.
+            const __m256i sc = _mm256_setr_m128i(_mm_set1_epi16(u.scale[2 * j]),
+                                                 _mm_set1_epi16(u.scale[2 * j + 1]));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, sc));
+          }
+          const __m256i bsums = load_256(xb + 260);
+          int32_t correction = 0;
+          if constexpr (W::kOffset != 0) {
+            correction = W::kOffset * hsum_i32(_mm256_madd_epi16(bsums, scales));
+          }
+          const int32_t min_sum = hsum_i32(_mm256_madd_epi16(bsums, mins));
+          acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dx * u.d), acc[c]);
+          acc_scalar[c] -= dx * u.d * static_cast<float>(correction) +
+                           dx * u.dmin * static_cast<float>(min_sum);
+        }
+      }
+      for (size_t c = 0; c < n_cols; ++c) {
+        t.y[(c0 + c) * t.y_stride + r] = hsum(acc[c]) + acc_scalar[c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void fill_k_dots(KernelTable& table) {
+  table.weights[static_cast<uint32_t>(TensorType::kQ2_K)].dot = dot_k<Q2K>;
+  table.weights[static_cast<uint32_t>(TensorType::kQ3_K)].dot = dot_k<Q3K>;
+  table.weights[static_cast<uint32_t>(TensorType::kQ4_K)].dot = dot_k<Q4K>;
+  table.weights[static_cast<uint32_t>(TensorType::kQ5_K)].dot = dot_k<Q5K>;
+  table.weights[static_cast<uint32_t>(TensorType::kQ6_K)].dot = dot_k<Q6K>;
+}
+
+}  // namespace synapse::avx2
