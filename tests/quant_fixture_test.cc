@@ -94,8 +94,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, QuantFixtureTest,
                          ::testing::Values(TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
                                            TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0,
                                            TensorType::kQ5_1, TensorType::kQ2_K, TensorType::kQ3_K,
-                                           TensorType::kQ4_K, TensorType::kQ5_K,
-                                           TensorType::kQ6_K),
+                                           TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K),
                          [](const ::testing::TestParamInfo<TensorType>& param) {
                            return std::string(tensor_type_name(param.param));
                          });

@@ -10,6 +10,7 @@ namespace synapse::cli {
 void add_inspect_command(CLI::App& app, int& exit_code);
 void add_synth_command(CLI::App& app, int& exit_code);
 void add_doctor_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
 
 // "synapse 0.1.0 (commit ..., compiler ..., build ...)\ncpu: ..."
 std::string version_text();

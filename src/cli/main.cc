@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   add_inspect_command(app, exit_code);
   add_synth_command(app, exit_code);
   add_doctor_command(app, exit_code);
+  add_bench_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

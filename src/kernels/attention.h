@@ -15,12 +15,12 @@
 namespace synapse {
 
 struct AttentionBatch {
-  const float* q;          // n_queries rows of n_heads * head_dim floats, q_stride apart
-  size_t q_stride;         // in floats
+  const float* q;            // n_queries rows of n_heads * head_dim floats, q_stride apart
+  size_t q_stride;           // in floats
   const int64_t* positions;  // position of each query; nullptr: all see every cached token
   size_t n_queries;
-  float* out;              // same layout as q
-  size_t out_stride;       // in floats
+  float* out;         // same layout as q
+  size_t out_stride;  // in floats
 };
 
 void attention(const KernelTable& kernels, const AttentionParams& params, const KvPages& kv,

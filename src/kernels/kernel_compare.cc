@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -87,8 +88,9 @@ void note(CompareResult& result, double diff, double tolerance, const std::strin
   }
   if (ratio > result.worst_ratio || (std::isnan(ratio) && result.detail.empty())) {
     result.worst_ratio = ratio;
-    result.detail = where + ": |diff| " + std::to_string(diff) + ", tolerance " +
-                    std::to_string(tolerance);
+    char text[96];
+    std::snprintf(text, sizeof(text), ": |diff| %.9g, tolerance %.9g", diff, tolerance);
+    result.detail = where + text;
   }
 }
 
@@ -101,19 +103,38 @@ double float_diff(float a, float b) {
 
 }  // namespace
 
-CompareResult compare_dot(const KernelTable& kernels, TensorType type, size_t n_rows,
-                          size_t n_cols, size_t k, uint64_t seed, DotPath path) {
+CompareResult compare_dot(const KernelTable& kernels, TensorType type, size_t n_rows, size_t n_cols,
+                          size_t k, uint64_t seed, DotPath path) {
   Random random(seed);
   const Matrix w = quantized_rows(type, n_rows, k, random);
   const bool f32 = path == DotPath::kF32 || activation_type(type) == TensorType::kF32;
   const TensorType act = f32 ? TensorType::kF32 : activation_type(type);
   const Matrix x = quantized_rows(act, n_cols, k, random);
   std::vector<float> got(n_rows * n_cols), want(n_rows * n_cols), magnitude(n_rows * n_cols);
-  DotTile tile{reinterpret_cast<const uint8_t*>(w.bytes.words.data()), w.stride, n_rows,
-               reinterpret_cast<const uint8_t*>(x.bytes.words.data()), x.stride, n_cols, k,
-               got.data(), n_rows};
   const WeightKernels& wk = kernels.weight(type);
+  const auto* raw = reinterpret_cast<const uint8_t*>(x.bytes.words.data());
+  // The kernel's own layout of the activations, when it has one.
+  const bool prepare = !f32 && wk.dot_prepare != nullptr;
+  const size_t prepared_stride = prepare ? (wk.dot_prepared_bytes(k) + 63) / 64 * 64 : 0;
+  Buffer prepared(n_cols * prepared_stride + 64);
+  const size_t skew = (64 - reinterpret_cast<uintptr_t>(prepared.data()) % 64) % 64;
+  if (prepare) {
+    for (size_t c = 0; c < n_cols; ++c) {
+      wk.dot_prepare(raw + c * x.stride, k, prepared.data() + skew + c * prepared_stride);
+    }
+  }
+  DotTile tile{reinterpret_cast<const uint8_t*>(w.bytes.words.data()),
+               w.stride,
+               n_rows,
+               prepare ? prepared.data() + skew : raw,
+               prepare ? prepared_stride : x.stride,
+               n_cols,
+               k,
+               got.data(),
+               n_rows};
   (f32 ? wk.dot_f32 : wk.dot)(tile);
+  tile.x = raw;
+  tile.x_stride = x.stride;
   tile.y = want.data();
   (f32 ? ref::dot_f32_kernel(type) : ref::dot_kernel(type))(tile);
   tile.y = magnitude.data();
@@ -130,8 +151,7 @@ CompareResult compare_dot(const KernelTable& kernels, TensorType type, size_t n_
 }
 
 CompareResult compare_matmul(const KernelTable& kernels, TensorType type, size_t n_rows,
-                             size_t n_cols, size_t k, uint64_t seed, DotPath path,
-                             int n_threads) {
+                             size_t n_cols, size_t k, uint64_t seed, DotPath path, int n_threads) {
   Random random(seed);
   const Matrix w = quantized_rows(type, n_rows, k, random);
   std::vector<float> x;
@@ -139,8 +159,8 @@ CompareResult compare_matmul(const KernelTable& kernels, TensorType type, size_t
     const std::vector<float> row = random_row(random, k, c + 3);
     x.insert(x.end(), row.begin(), row.end());
   }
-  const WeightMatrix matrix{type, reinterpret_cast<const uint8_t*>(w.bytes.words.data()),
-                            w.stride, n_rows, k};
+  const WeightMatrix matrix{type, reinterpret_cast<const uint8_t*>(w.bytes.words.data()), w.stride,
+                            n_rows, k};
   ThreadPool pool(n_threads);
   std::vector<float> got(n_rows * n_cols), want(n_rows * n_cols), magnitude(n_rows * n_cols);
   Buffer scratch(matmul_scratch_bytes(kernels, matrix, n_cols, n_threads, path));
@@ -157,9 +177,10 @@ CompareResult compare_matmul(const KernelTable& kernels, TensorType type, size_t
   for (size_t c = 0; c < n_cols; ++c) {
     quantize_row(act, {x.data() + c * k, k}, {xq.bytes.data() + c * xq.stride, xq.stride});
   }
-  const DotTile tile{matrix.data, w.stride, n_rows,
-                     reinterpret_cast<const uint8_t*>(xq.bytes.words.data()), xq.stride,
-                     n_cols, k, magnitude.data(), n_rows};
+  const DotTile tile{
+      matrix.data, w.stride, n_rows, reinterpret_cast<const uint8_t*>(xq.bytes.words.data()),
+      xq.stride,   n_cols,   k,      magnitude.data(),
+      n_rows};
   (f32 ? ref::dot_f32_magnitude_kernel(type) : ref::dot_magnitude_kernel(type))(tile);
   const double roundings = f32 ? float_dot_roundings(k) : quantized_dot_roundings(k);
   CompareResult result;
@@ -202,8 +223,8 @@ CompareResult compare_quantize(const KernelTable& kernels, TensorType act_type, 
   Buffer got(bytes), want(bytes);
   for (size_t r = 0; r < 7; ++r) {
     const std::vector<float> row = random_row(random, k, r);
-    (act_type == TensorType::kQ8_K ? kernels.quantize_q8_k : kernels.quantize_q8_0)(
-        row.data(), got.data(), k);
+    (act_type == TensorType::kQ8_K ? kernels.quantize_q8_k : kernels.quantize_q8_0)(row.data(),
+                                                                                    got.data(), k);
     quantize_row(act_type, row, {want.data(), bytes});
     for (size_t i = 0; i < bytes; ++i) {
       note(result, got.data()[i] == want.data()[i] ? 0.0 : kInfinity, 0.0,
@@ -294,8 +315,8 @@ CompareResult compare_op(const KernelTable& kernels, OpKind op, size_t n, uint64
       kernels.softmax(got.data(), n, params);
       ref_table.softmax(want.data(), n, params);
       for (size_t i = 0; i < n; ++i) {
-        tolerance[i] = softmax_rel_tolerance(n) * std::fabs(static_cast<double>(want[i])) +
-                       kTinyAbsTolerance;
+        tolerance[i] =
+            softmax_rel_tolerance(n) * std::fabs(static_cast<double>(want[i])) + kTinyAbsTolerance;
       }
       break;
     }
@@ -340,11 +361,11 @@ CompareResult compare_op(const KernelTable& kernels, OpKind op, size_t n, uint64
       got.assign(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(n, heads * head_dim)));
       got.resize(heads * head_dim, 0.5f);
       want = got;
-      RopeParams params{RopeLayout::kAdjacent, 64, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 4096,
-                        nullptr};
+      RopeParams params{
+          RopeLayout::kAdjacent, 64, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 4096, nullptr};
       if (op == OpKind::kRopeNeoxYarn) {
-        params = RopeParams{RopeLayout::kNeox, 48, 1e6f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 4096,
-                            nullptr};
+        params =
+            RopeParams{RopeLayout::kNeox, 48, 1e6f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 4096, nullptr};
       }
       kernels.rope(got.data(), heads, head_dim, 12345, params);
       ref_table.rope(want.data(), heads, head_dim, 12345, params);
@@ -370,8 +391,7 @@ CompareResult compare_op(const KernelTable& kernels, OpKind op, size_t n, uint64
   return result;
 }
 
-CompareResult compare_attention(const KernelTable& kernels, const AttentionCase& c,
-                                uint64_t seed) {
+CompareResult compare_attention(const KernelTable& kernels, const AttentionCase& c, uint64_t seed) {
   Random random(seed);
   const size_t row = c.n_kv_heads * c.head_dim;  // elements per token
   const size_t n_pages = (c.n_keys + c.page_tokens - 1) / c.page_tokens + 1;

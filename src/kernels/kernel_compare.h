@@ -17,14 +17,14 @@ namespace synapse {
 struct CompareResult {
   double worst_ratio = 0.0;  // max over outputs of |kernel - reference| / tolerance
   size_t n_compared = 0;
-  std::string detail;        // where the worst ratio occurred
+  std::string detail;  // where the worst ratio occurred
   bool ok() const { return worst_ratio <= 1.0; }
 };
 
 // Weight rows of `type` quantized from random values (rows scaled from 1e-3 to 1e3, a zero row,
 // outliers), activations likewise.
-CompareResult compare_dot(const KernelTable& kernels, TensorType type, size_t n_rows,
-                          size_t n_cols, size_t k, uint64_t seed, DotPath path);
+CompareResult compare_dot(const KernelTable& kernels, TensorType type, size_t n_rows, size_t n_cols,
+                          size_t k, uint64_t seed, DotPath path);
 // Through matmul() (quantization, optional packed kernel, threading over `n_threads`).
 CompareResult compare_matmul(const KernelTable& kernels, TensorType type, size_t n_rows,
                              size_t n_cols, size_t k, uint64_t seed, DotPath path, int n_threads);
@@ -54,10 +54,10 @@ enum class OpKind : uint8_t {
   kReadBytes,
 };
 inline constexpr OpKind kAllOps[] = {
-    OpKind::kRmsNorm,  OpKind::kLayerNorm,    OpKind::kSoftmax,      OpKind::kSoftmaxMasked,
-    OpKind::kSoftmaxSoftcap, OpKind::kExp, OpKind::kSilu,   OpKind::kGeluTanh,     OpKind::kGeluErf,
-    OpKind::kSwiglu,   OpKind::kAdd,          OpKind::kMul,          OpKind::kScale,
-    OpKind::kRopeAdjacent, OpKind::kRopeNeoxYarn, OpKind::kReadBytes};
+    OpKind::kRmsNorm,        OpKind::kLayerNorm,    OpKind::kSoftmax,      OpKind::kSoftmaxMasked,
+    OpKind::kSoftmaxSoftcap, OpKind::kExp,          OpKind::kSilu,         OpKind::kGeluTanh,
+    OpKind::kGeluErf,        OpKind::kSwiglu,       OpKind::kAdd,          OpKind::kMul,
+    OpKind::kScale,          OpKind::kRopeAdjacent, OpKind::kRopeNeoxYarn, OpKind::kReadBytes};
 const char* op_name(OpKind op);
 CompareResult compare_op(const KernelTable& kernels, OpKind op, size_t n, uint64_t seed);
 
@@ -70,7 +70,6 @@ struct AttentionCase {
   TensorType kv_type = TensorType::kF32;
   float softcap = 0.0f;
 };
-CompareResult compare_attention(const KernelTable& kernels, const AttentionCase& c,
-                                uint64_t seed);
+CompareResult compare_attention(const KernelTable& kernels, const AttentionCase& c, uint64_t seed);
 
 }  // namespace synapse

@@ -31,9 +31,8 @@ struct Checker {
     if (r.ok()) return;
     errors.push_back(Status(ErrorCode::kKernelMismatch,
                             std::string(isa_level_name(table.level)) + " kernel " + kernel +
-                                " disagrees with the reference (" + r.detail +
-                                "); using the " + std::string(isa_level_name(fallback.level)) +
-                                " variant",
+                                " disagrees with the reference (" + r.detail + "); using the " +
+                                std::string(isa_level_name(fallback.level)) + " variant",
                             ErrorWhere{.field = kernel}));
     entry = fallback_entry;
   }
@@ -53,16 +52,18 @@ void self_check(KernelTable& table, const KernelTable& fallback, std::vector<Ker
     WeightKernels& k = table.weights[i];
     const WeightKernels& f = fallback.weights[i];
     const std::string name(tensor_type_name(type));
-    if (k.dot != f.dot) {
-      c.record("dot." + name, "dot",
-               compare_dot(table, type, kCheckRows, kCheckCols, kCheckK, kCheckSeed,
-                           DotPath::kQuantized),
-               k.dot, f.dot);
+    if (k.dot != f.dot || k.dot_prepare != f.dot_prepare) {
+      const CompareResult r = compare_dot(table, type, kCheckRows, kCheckCols, kCheckK, kCheckSeed,
+                                          DotPath::kQuantized);
+      c.record("dot." + name, "dot", r, k.dot, f.dot);
+      if (!r.ok()) {
+        k.dot_prepare = f.dot_prepare;
+        k.dot_prepared_bytes = f.dot_prepared_bytes;
+      }
     }
     if (k.dot_f32 != f.dot_f32) {
       c.record("dot_f32." + name, "dot_f32",
-               compare_dot(table, type, kCheckRows, kCheckCols, kCheckK, kCheckSeed,
-                           DotPath::kF32),
+               compare_dot(table, type, kCheckRows, kCheckCols, kCheckK, kCheckSeed, DotPath::kF32),
                k.dot_f32, f.dot_f32);
     }
     if (k.dequantize != f.dequantize) {
@@ -127,8 +128,8 @@ KernelSelection select_kernels(std::string_view isa_override) {
   if (!isa_override.empty()) {
     const std::optional<IsaLevel> forced = isa_level_from_name(isa_override);
     if (!forced) {
-      s.override_note = "SYNAPSE_ISA='" + std::string(isa_override) +
-                        "' is not scalar, avx2 or avx512; ignored";
+      s.override_note =
+          "SYNAPSE_ISA='" + std::string(isa_override) + "' is not scalar, avx2 or avx512; ignored";
     } else if (kernel_table_for(*forced) == nullptr) {
       s.override_note = "SYNAPSE_ISA=" + std::string(isa_override) +
                         " is not supported by this CPU; using " +

@@ -24,7 +24,7 @@ struct KernelCheck {
 };
 
 struct KernelSelection {
-  IsaLevel best = IsaLevel::kScalar;      // best level this CPU runs
+  IsaLevel best = IsaLevel::kScalar;       // best level this CPU runs
   IsaLevel requested = IsaLevel::kScalar;  // after SYNAPSE_ISA
   std::string override_note;               // why SYNAPSE_ISA was ignored, if it was
   std::vector<KernelCheck> checks;         // the self-check, one entry per kernel checked

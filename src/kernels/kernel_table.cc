@@ -62,9 +62,7 @@ const Tables& tables() {
 
 }  // namespace
 
-std::string_view isa_level_name(IsaLevel level) {
-  return kLevelNames[static_cast<size_t>(level)];
-}
+std::string_view isa_level_name(IsaLevel level) { return kLevelNames[static_cast<size_t>(level)]; }
 
 std::optional<IsaLevel> isa_level_from_name(std::string_view name) {
   std::string lower(name);

@@ -54,6 +54,11 @@ struct DotTile {
 };
 using DotTileFn = void (*)(const DotTile& tile);
 
+// Transforms one column of quantized activations (activation_type() format, k elements) into the
+// layout a kernel reads; prepared_bytes(k) bytes, 64-byte aligned.
+using PrepareFn = void (*)(const uint8_t* x, size_t k, uint8_t* prepared);
+using PreparedBytesFn = size_t (*)(size_t k);
+
 // Prefill path of one weight type: a tile of at most `rows_per_tile` rows against many columns,
 // where the kernel may first repack its rows into `scratch` (tile_scratch_bytes(k) bytes) and
 // may want the quantized activations transformed once per column by `prepare` (nullptr: the
@@ -63,24 +68,31 @@ struct MatmulKernel {
   void (*tile)(const DotTile& tile, uint8_t* scratch);
   size_t rows_per_tile;
   size_t (*tile_scratch_bytes)(size_t k);
-  void (*prepare)(const uint8_t* x, size_t k, uint8_t* prepared);
-  size_t (*prepared_bytes)(size_t k);
+  PrepareFn prepare;
+  PreparedBytesFn prepared_bytes;
 };
 
 struct WeightKernels {
-  DotTileFn dot;        // W x activations in activation_type(): the fast path
-  DotTileFn dot_f32;    // W x F32 activations: no activation rounding, for exactness
-  void (*dequantize)(const uint8_t* w, float* y, size_t n);  // one row (embedding lookup)
-  MatmulKernel matmul;  // prefill
+  // W x activations in activation_type(): the fast path. When dot_prepare is set, the columns
+  // go through it first (the kernel reads its own layout of the same values).
+  DotTileFn dot;
+  PrepareFn dot_prepare;
+  PreparedBytesFn dot_prepared_bytes;
+  // W x F32 activations: no activation rounding, for exactness.
+  DotTileFn dot_f32;
+  // One row to F32 (embedding lookup).
+  void (*dequantize)(const uint8_t* w, float* y, size_t n);
+  // Prefill.
+  MatmulKernel matmul;
 };
 
 // Quantizes one F32 row (n a multiple of the block size) into the activation format.
 using QuantizeRowFn = void (*)(const float* x, uint8_t* y, size_t n);
 
 struct SoftmaxParams {
-  float scale;          // applied to x first
-  float softcap;        // > 0: s = softcap * tanh(s / softcap) after scaling
-  const float* mask;    // nullable: added after the soft-cap (-inf masks an element)
+  float scale;        // applied to x first
+  float softcap;      // > 0: s = softcap * tanh(s / softcap) after scaling
+  const float* mask;  // nullable: added after the soft-cap (-inf masks an element)
 };
 
 enum class RopeLayout : uint8_t { kAdjacent, kNeox };  // pairs (2i, 2i+1) or (i, i + n_dims/2)
@@ -88,14 +100,14 @@ enum class RopeLayout : uint8_t { kAdjacent, kNeox };  // pairs (2i, 2i+1) or (i
 // RoPE as ggml defines it, with YaRN (ext_factor != 0) and optional per-pair frequency factors.
 struct RopeParams {
   RopeLayout layout;
-  uint32_t n_dims;         // rotated dimensions (even, <= head_dim); the rest pass through
+  uint32_t n_dims;  // rotated dimensions (even, <= head_dim); the rest pass through
   float freq_base;
-  float freq_scale;        // 1 / linear scaling factor
-  float ext_factor;        // YaRN extrapolation mix, 0 disables YaRN
-  float attn_factor;       // magnitude scale
+  float freq_scale;   // 1 / linear scaling factor
+  float ext_factor;   // YaRN extrapolation mix, 0 disables YaRN
+  float attn_factor;  // magnitude scale
   float beta_fast;
   float beta_slow;
-  uint32_t n_ctx_orig;     // original training context (YaRN)
+  uint32_t n_ctx_orig;        // original training context (YaRN)
   const float* freq_factors;  // nullable, n_dims / 2 divisors of theta
 };
 
@@ -107,16 +119,16 @@ struct KvPages {
   const uint8_t* const* k_pages;
   const uint8_t* const* v_pages;
   size_t page_tokens;
-  size_t n_tokens;   // tokens present
-  TensorType type;   // F32 or F16
+  size_t n_tokens;  // tokens present
+  TensorType type;  // F32 or F16
 };
 
 struct AttentionParams {
   size_t n_heads;
   size_t n_kv_heads;  // divides n_heads (GQA: heads h*g .. h*g+g-1 share KV head h)
   size_t head_dim;
-  float scale;        // usually 1/sqrt(head_dim)
-  float softcap;      // > 0 enables score soft-capping
+  float scale;    // usually 1/sqrt(head_dim)
+  float softcap;  // > 0 enables score soft-capping
 };
 
 // Attention of `n_group` query heads that share one KV head against keys [0, n_keys) of it:

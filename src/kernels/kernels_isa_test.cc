@@ -75,8 +75,7 @@ TEST_P(KernelsIsaTest, MatmulMatchesReference) {
           compare_matmul(kernels(), type, rows, cols, k, 31 + cols, DotPath::kQuantized, 2);
       EXPECT_TRUE(r.ok()) << tensor_type_name(type) << " cols=" << cols << ": " << r.detail;
     }
-    const CompareResult f =
-        compare_matmul(kernels(), type, rows, 19, k, 37, DotPath::kF32, 2);
+    const CompareResult f = compare_matmul(kernels(), type, rows, 19, k, 37, DotPath::kF32, 2);
     EXPECT_TRUE(f.ok()) << tensor_type_name(type) << " f32 path: " << f.detail;
   }
 }

@@ -16,9 +16,10 @@ size_t align_up(size_t n) { return (n + kScratchAlign - 1) / kScratchAlign * kSc
 
 struct Plan {
   TensorType act_type;
-  size_t act_bytes;          // one quantized column (0: the F32 input is used directly)
-  bool packed;               // the matmul kernel's tiles
-  size_t prepared_bytes;     // one prepared column (0: none)
+  size_t act_bytes;           // one quantized column (0: the F32 input is used directly)
+  bool packed;                // the matmul kernel's tiles
+  PrepareFn prepare;          // nullptr: the kernel reads the quantized columns
+  size_t prepared_bytes;      // one prepared column (0: none)
   size_t tile_scratch_bytes;  // per thread
 };
 
@@ -32,8 +33,12 @@ Plan make_plan(const KernelTable& kernels, const WeightMatrix& w, size_t n_cols,
   const bool f32_path = path == DotPath::kF32 && activation_type(w.type) != TensorType::kF32;
   plan.packed = !f32_path && wk.matmul.tile != nullptr && n_cols >= kMatmulMinColumns;
   if (plan.packed) {
-    if (wk.matmul.prepare != nullptr) plan.prepared_bytes = align_up(wk.matmul.prepared_bytes(w.k));
+    plan.prepare = wk.matmul.prepare;
+    if (plan.prepare != nullptr) plan.prepared_bytes = align_up(wk.matmul.prepared_bytes(w.k));
     plan.tile_scratch_bytes = align_up(wk.matmul.tile_scratch_bytes(w.k));
+  } else if (!f32_path && wk.dot_prepare != nullptr) {
+    plan.prepare = wk.dot_prepare;
+    plan.prepared_bytes = align_up(wk.dot_prepared_bytes(w.k));
   }
   return plan;
 }
@@ -48,15 +53,16 @@ size_t matmul_scratch_bytes(const KernelTable& kernels, const WeightMatrix& w, s
 }
 
 void matmul(const KernelTable& kernels, const WeightMatrix& w, const float* x, size_t x_stride,
-            size_t n_cols, float* y, size_t y_stride, std::span<uint8_t> scratch,
-            ThreadPool& pool, DotPath path) {
+            size_t n_cols, float* y, size_t y_stride, std::span<uint8_t> scratch, ThreadPool& pool,
+            DotPath path) {
   if (n_cols == 0 || w.n_rows == 0) return;
   const Plan plan = make_plan(kernels, w, n_cols, path);
   SYN_CHECK(scratch.size() >= matmul_scratch_bytes(kernels, w, n_cols, pool.size(), path),
             "matmul: scratch too small");
   const WeightKernels& wk = kernels.weight(w.type);
-  uint8_t* base = scratch.data() + (kScratchAlign - reinterpret_cast<uintptr_t>(scratch.data()) %
-                                                        kScratchAlign) % kScratchAlign;
+  uint8_t* base =
+      scratch.data() +
+      (kScratchAlign - reinterpret_cast<uintptr_t>(scratch.data()) % kScratchAlign) % kScratchAlign;
   uint8_t* act = base;
   uint8_t* prepared = act + n_cols * plan.act_bytes;
   uint8_t* tile_scratch = prepared + n_cols * plan.prepared_bytes;
@@ -65,12 +71,12 @@ void matmul(const KernelTable& kernels, const WeightMatrix& w, const float* x, s
   const uint8_t* columns = reinterpret_cast<const uint8_t*>(x);
   size_t column_stride = x_stride * sizeof(float);
   if (plan.act_bytes != 0) {
-    const QuantizeRowFn quantize = plan.act_type == TensorType::kQ8_K ? kernels.quantize_q8_k
-                                                                      : kernels.quantize_q8_0;
+    const QuantizeRowFn quantize =
+        plan.act_type == TensorType::kQ8_K ? kernels.quantize_q8_k : kernels.quantize_q8_0;
     auto quantize_column = [&](size_t c, int /*thread*/) {
       quantize(x + c * x_stride, act + c * plan.act_bytes, w.k);
-      if (plan.prepared_bytes != 0) {
-        wk.matmul.prepare(act + c * plan.act_bytes, w.k, prepared + c * plan.prepared_bytes);
+      if (plan.prepare != nullptr) {
+        plan.prepare(act + c * plan.act_bytes, w.k, prepared + c * plan.prepared_bytes);
       }
     };
     if (n_cols == 1) {
@@ -78,8 +84,8 @@ void matmul(const KernelTable& kernels, const WeightMatrix& w, const float* x, s
     } else {
       pool.parallel_for(n_cols, quantize_column);
     }
-    columns = plan.prepared_bytes != 0 ? prepared : act;
-    column_stride = plan.prepared_bytes != 0 ? plan.prepared_bytes : plan.act_bytes;
+    columns = plan.prepare != nullptr ? prepared : act;
+    column_stride = plan.prepare != nullptr ? plan.prepared_bytes : plan.act_bytes;
   }
 
   // 2. Output rows split over the pool.
@@ -89,8 +95,8 @@ void matmul(const KernelTable& kernels, const WeightMatrix& w, const float* x, s
     pool.parallel_for(n_tasks, [&](size_t task, int thread) {
       const size_t r0 = task * rows_per_task;
       const size_t rows = w.n_rows - r0 < rows_per_task ? w.n_rows - r0 : rows_per_task;
-      wk.matmul.tile(DotTile{w.data + r0 * w.row_stride, w.row_stride, rows, columns,
-                             column_stride, n_cols, w.k, y + r0, y_stride},
+      wk.matmul.tile(DotTile{w.data + r0 * w.row_stride, w.row_stride, rows, columns, column_stride,
+                             n_cols, w.k, y + r0, y_stride},
                      tile_scratch + static_cast<size_t>(thread) * plan.tile_scratch_bytes);
     });
     return;
@@ -100,8 +106,8 @@ void matmul(const KernelTable& kernels, const WeightMatrix& w, const float* x, s
   pool.parallel_for(n_tasks, [&](size_t task, int /*thread*/) {
     const size_t r0 = task * kDotRowsPerTask;
     const size_t rows = w.n_rows - r0 < kDotRowsPerTask ? w.n_rows - r0 : kDotRowsPerTask;
-    dot(DotTile{w.data + r0 * w.row_stride, w.row_stride, rows, columns, column_stride, n_cols,
-                w.k, y + r0, y_stride});
+    dot(DotTile{w.data + r0 * w.row_stride, w.row_stride, rows, columns, column_stride, n_cols, w.k,
+                y + r0, y_stride});
   });
 }
 

@@ -40,8 +40,8 @@ size_t matmul_scratch_bytes(const KernelTable& kernels, const WeightMatrix& w, s
 // y[c * y_stride + r] = dot(W row r, x + c * x_stride) for every row r and c < n_cols. The
 // weight type must have kernels (is_weight_type); k must be a multiple of its block size.
 void matmul(const KernelTable& kernels, const WeightMatrix& w, const float* x, size_t x_stride,
-            size_t n_cols, float* y, size_t y_stride, std::span<uint8_t> scratch,
-            ThreadPool& pool, DotPath path = DotPath::kQuantized);
+            size_t n_cols, float* y, size_t y_stride, std::span<uint8_t> scratch, ThreadPool& pool,
+            DotPath path = DotPath::kQuantized);
 
 // Dequantizes row `row` of the matrix into y (k floats): embedding lookup.
 void embedding_row(const KernelTable& kernels, const WeightMatrix& w, size_t row, float* y);

@@ -29,8 +29,7 @@ struct Quantized {
       : words((rows * row_bytes(type, k) + 3) / 4), stride(row_bytes(type, k)) {
     for (size_t r = 0; r < rows; ++r) {
       const std::vector<float> row = wave(k, static_cast<float>(r));
-      quantize_row(type, row,
-                   {reinterpret_cast<uint8_t*>(words.data()) + r * stride, stride});
+      quantize_row(type, row, {reinterpret_cast<uint8_t*>(words.data()) + r * stride, stride});
     }
   }
   const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(words.data()); }

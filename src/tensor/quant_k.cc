@@ -2,11 +2,12 @@
 // Element and scale accessors of the K-quant super-blocks and the reference dequantizers. The
 // dequantizers follow ggml's float arithmetic operation for operation, so the values are
 // bit-identical (checked against an independent implementation in tests/quant_fixture_test.cc).
+#include "tensor/quant_k.h"
+
 #include <cstring>
 
 #include "base/check.h"
 #include "tensor/half.h"
-#include "tensor/quant_k.h"
 
 namespace synapse {
 namespace {

@@ -333,7 +333,8 @@ void quantize_row_q3_k(std::span<const float> x_row, std::span<BlockQ3_K> y) {
         } else {
           b.scales[j - 8] = static_cast<uint8_t>(b.scales[j - 8] | ((l & 0x0F) << 4));
         }
-        b.scales[j % 4 + 8] = static_cast<uint8_t>(b.scales[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
+        b.scales[j % 4 + 8] =
+            static_cast<uint8_t>(b.scales[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
       }
       b.d = f32_to_f16(1.0f / iscale);
     } else {

@@ -70,8 +70,9 @@ void dequantize_row_q8_1(std::span<const BlockQ8_1> x, std::span<float> y);
 
 // The 5-bit value of element j (0..31) of a Q5 block.
 inline int q5_value(const uint8_t qs[16], const uint8_t qh[4], int j) {
-  const uint32_t high = (static_cast<uint32_t>(qh[0]) | (static_cast<uint32_t>(qh[1]) << 8) |
-                         (static_cast<uint32_t>(qh[2]) << 16) | (static_cast<uint32_t>(qh[3]) << 24));
+  const uint32_t high =
+      (static_cast<uint32_t>(qh[0]) | (static_cast<uint32_t>(qh[1]) << 8) |
+       (static_cast<uint32_t>(qh[2]) << 16) | (static_cast<uint32_t>(qh[3]) << 24));
   const int low = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
   return low | static_cast<int>(((high >> j) & 1U) << 4);
 }

@@ -28,8 +28,8 @@ inline __m256 load_row8(const uint8_t* row, size_t d) {
 }
 
 template <bool kF16>
-void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_head,
-                  size_t n_keys, const AttentionParams& p, float* out) {
+void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_head, size_t n_keys,
+                  const AttentionParams& p, float* out) {
   const size_t head_dim = p.head_dim;
   const size_t element = kF16 ? 2 : 4;
   const size_t token_bytes = p.n_kv_heads * head_dim * element;
@@ -60,8 +60,8 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
         size_t d = 0;
         for (; d + 16 <= head_dim; d += 16) {
           acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qg + d), load_row8<kF16>(k_rows[i], d), acc0);
-          acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(qg + d + 8), load_row8<kF16>(k_rows[i], d + 8),
-                                 acc1);
+          acc1 =
+              _mm256_fmadd_ps(_mm256_loadu_ps(qg + d + 8), load_row8<kF16>(k_rows[i], d + 8), acc1);
         }
         for (; d < head_dim; d += 8) {
           acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qg + d), load_row8<kF16>(k_rows[i], d), acc0);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // AVX2 dot products with F32 activations: F32, F16 (vcvtph2ps) and BF16 (a 16-bit shift) weight
-// rows with FMA into 8-lane accumulators, 4 rows x 1 column or 2 x 2 register tiles; and the
+// rows with FMA into 8-lane accumulators, 1 row x 1 column or 2 x 2 register tiles; and the
 // exact path for quantized weights, which dequantizes each 256-element chunk of a row with the
 // reference dequantizer (bit-exact) once and multiplies it into every column.
 #include "kernels/avx2/avx2_internal.h"
@@ -15,7 +15,9 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 
 struct F32 {
   static constexpr size_t kElementBytes = 4;
-  static __m256 load8(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static __m256 load8(const uint8_t* p) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  }
   static float load1(const uint8_t* p) {
     float v;
     std::memcpy(&v, p, sizeof(v));
@@ -32,7 +34,8 @@ struct F16 {
 struct BF16 {
   static constexpr size_t kElementBytes = 2;
   static __m256 load8(const uint8_t* p) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
   static float load1(const uint8_t* p) {
@@ -53,15 +56,19 @@ void float_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
   size_t i = 0;
   for (; i + 8 <= k; i += 8) {
     __m256 xv[C];
+#pragma GCC unroll 8
     for (size_t c = 0; c < C; ++c) {
       xv[c] = _mm256_loadu_ps(reinterpret_cast<const float*>(x + c * x_stride) + i);
     }
+#pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       const __m256 wv = W::load8(w + r * w_stride + i * W::kElementBytes);
+#pragma GCC unroll 8
       for (size_t c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
     }
   }
   for (size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
     for (size_t c = 0; c < C; ++c) {
       float sum = hsum(acc[r][c]);
       const auto* xc = reinterpret_cast<const float*>(x + c * x_stride);
@@ -79,23 +86,18 @@ void dot_float(const DotTile& t) {
   for (; c + 2 <= t.n_cols; c += 2) {
     size_t r = 0;
     for (; r + 2 <= t.n_rows; r += 2) {
-      float_kernel<W, 2, 2>(t.w + r * t.w_stride, t.w_stride, t.x + c * t.x_stride, t.x_stride,
-                            t.k, t.y + c * t.y_stride + r, t.y_stride);
+      float_kernel<W, 2, 2>(t.w + r * t.w_stride, t.w_stride, t.x + c * t.x_stride, t.x_stride, t.k,
+                            t.y + c * t.y_stride + r, t.y_stride);
     }
     for (; r < t.n_rows; ++r) {
-      float_kernel<W, 1, 2>(t.w + r * t.w_stride, t.w_stride, t.x + c * t.x_stride, t.x_stride,
-                            t.k, t.y + c * t.y_stride + r, t.y_stride);
+      float_kernel<W, 1, 2>(t.w + r * t.w_stride, t.w_stride, t.x + c * t.x_stride, t.x_stride, t.k,
+                            t.y + c * t.y_stride + r, t.y_stride);
     }
   }
   if (c < t.n_cols) {
-    size_t r = 0;
-    for (; r + 4 <= t.n_rows; r += 4) {
-      float_kernel<W, 4, 1>(t.w + r * t.w_stride, t.w_stride, t.x + c * t.x_stride, t.x_stride,
-                            t.k, t.y + c * t.y_stride + r, t.y_stride);
-    }
-    for (; r < t.n_rows; ++r) {
-      float_kernel<W, 1, 1>(t.w + r * t.w_stride, t.w_stride, t.x + c * t.x_stride, t.x_stride,
-                            t.k, t.y + c * t.y_stride + r, t.y_stride);
+    for (size_t r = 0; r < t.n_rows; ++r) {
+      float_kernel<W, 1, 1>(t.w + r * t.w_stride, t.w_stride, t.x + c * t.x_stride, t.x_stride, t.k,
+                            t.y + c * t.y_stride + r, t.y_stride);
     }
   }
 }

@@ -54,7 +54,8 @@ struct Q2K {
     for (int h = 0; h < 2; ++h) {
       const __m256i v = load_256(b + 16 + 32 * h);
       for (int p = 0; p < 4; ++p) {
-        _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 128 * h + 32 * p), shift_mask(v, 2 * p, 3));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 128 * h + 32 * p),
+                           shift_mask(v, 2 * p, 3));
       }
     }
     for (int s = 0; s < 16; ++s) {
@@ -163,7 +164,8 @@ void dot_k(const DotTile& t) {
         acc_scalar[c] = 0.0f;
       }
       for (size_t b = 0; b < n_blocks; ++b) {
-        W::unpack(t.w + r * t.w_stride + b * W::kBytes, u);
+        const uint8_t* wb = t.w + r * t.w_stride + b * W::kBytes;
+        W::unpack(wb, u);
         const __m256i scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.scale));
         const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
         for (size_t c = 0; c < n_cols; ++c) {
@@ -172,6 +174,7 @@ void dot_k(const DotTile& t) {
           std::memcpy(&dx, xb, sizeof(dx));
           const uint8_t* xq = xb + 4;
           __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
           for (int j = 0; j < 8; ++j) {
             const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * j));
             const __m256i pairs = _mm256_maddubs_epi16(q, load_256(xq + 32 * j));
@@ -187,8 +190,8 @@ void dot_k(const DotTile& t) {
           }
           const int32_t min_sum = hsum_i32(_mm256_madd_epi16(bsums, mins));
           acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dx * u.d), acc[c]);
-          acc_scalar[c] -= dx * u.d * static_cast<float>(correction) +
-                           dx * u.dmin * static_cast<float>(min_sum);
+          acc_scalar[c] -=
+              dx * u.d * static_cast<float>(correction) + dx * u.dmin * static_cast<float>(min_sum);
         }
       }
       for (size_t c = 0; c < n_cols; ++c) {

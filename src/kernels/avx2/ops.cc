@@ -53,7 +53,8 @@ void gelu_tanh(const float* x, float* y, size_t n) {
     const __m256 v = _mm256_loadu_ps(x + i);
     const __m256 cube_part = _mm256_add_ps(
         _mm256_set1_ps(1.0f), _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(kCoefficient), v), v));
-    const __m256 two_z = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(kTwoSqrt2OverPi), v), cube_part);
+    const __m256 two_z =
+        _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(kTwoSqrt2OverPi), v), cube_part);
     _mm256_storeu_ps(y + i, sigmoid_times(two_z, v));
   }
   for (; i < n; ++i) {
@@ -109,7 +110,8 @@ void softmax(float* x, size_t n, const SoftmaxParams& p) {
   sum += hsum(vsum);
   const float inv = 1.0f / sum;
   const __m256 vinv = _mm256_set1_ps(inv);
-  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
   for (; i < n; ++i) x[i] *= inv;
 }
 
@@ -127,8 +129,8 @@ void rms_norm(const float* x, const float* weight, size_t n, float eps, float* y
   _mm256_store_pd(parts, _mm256_add_pd(acc0, acc1));
   double sum = (parts[0] + parts[1]) + (parts[2] + parts[3]);
   for (; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  const auto scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) +
-                                                        static_cast<double>(eps)));
+  const auto scale =
+      static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + static_cast<double>(eps)));
   const __m256 vs = _mm256_set1_ps(scale);
   for (i = 0; i + 8 <= n; i += 8) {
     __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
@@ -169,10 +171,12 @@ uint64_t read_bytes(const uint8_t* p, size_t n) {
   size_t i = 0;
   for (; i + 256 <= n; i += 256) {
     for (int j = 0; j < 8; ++j) {
-      acc[j % 4] = _mm256_add_epi64(acc[j % 4], _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32 * j)));
+      acc[j % 4] = _mm256_add_epi64(
+          acc[j % 4], _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32 * j)));
     }
   }
-  const __m256i total = _mm256_add_epi64(_mm256_add_epi64(acc[0], acc[1]), _mm256_add_epi64(acc[2], acc[3]));
+  const __m256i total =
+      _mm256_add_epi64(_mm256_add_epi64(acc[0], acc[1]), _mm256_add_epi64(acc[2], acc[3]));
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), total);
   uint64_t sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];

@@ -17,9 +17,9 @@ inline __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), 
 inline __m256 round_half_away(__m256 v) {
   const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const __m256 frac = abs_ps(_mm256_sub_ps(v, t));
-  const __m256 step = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ),
-                                    _mm256_or_ps(_mm256_set1_ps(1.0f),
-                                                 _mm256_and_ps(v, _mm256_set1_ps(-0.0f))));
+  const __m256 step =
+      _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ),
+                    _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(v, _mm256_set1_ps(-0.0f))));
   return _mm256_add_ps(t, step);
 }
 

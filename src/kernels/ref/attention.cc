@@ -23,8 +23,7 @@ float kv_element(const KvPages& kv, const uint8_t* const* pages, size_t t, size_
   return reinterpret_cast<const float*>(page)[index];
 }
 
-float score(const float* q, const KvPages& kv, size_t t, size_t kv_head,
-            const AttentionParams& p) {
+float score(const float* q, const KvPages& kv, size_t t, size_t kv_head, const AttentionParams& p) {
   double dot = 0.0;
   for (size_t d = 0; d < p.head_dim; ++d) {
     dot += static_cast<double>(q[d]) *

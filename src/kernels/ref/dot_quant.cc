@@ -48,8 +48,8 @@ float dot_q8_0(const uint8_t* w_row, const uint8_t* x_row, size_t k) {
   float acc = 0.0f;
   for (size_t b = 0; b < k / kQK; ++b) {
     int32_t sum_qx = 0, sum_x = 0;
-    block_sums<kMagnitude>(x[b], [&](int j) { return static_cast<int32_t>(w[b].qs[j]); }, sum_qx,
-                           sum_x);
+    block_sums<kMagnitude>(
+        x[b], [&](int j) { return static_cast<int32_t>(w[b].qs[j]); }, sum_qx, sum_x);
     acc += static_cast<float>(sum_qx) * term<kMagnitude>(f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
   }
   return acc;
@@ -62,7 +62,8 @@ float dot_q4_0(const uint8_t* w_row, const uint8_t* x_row, size_t k) {
   float acc = 0.0f;
   for (size_t b = 0; b < k / kQK; ++b) {
     int32_t sum_qx = 0, sum_x = 0;
-    block_sums<kMagnitude>(x[b], [&](int j) { return q4_value(w[b].qs, j) - 8; }, sum_qx, sum_x);
+    block_sums<kMagnitude>(
+        x[b], [&](int j) { return q4_value(w[b].qs, j) - 8; }, sum_qx, sum_x);
     acc += static_cast<float>(sum_qx) * term<kMagnitude>(f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
   }
   return acc;
@@ -90,7 +91,8 @@ float dot_q4_1(const uint8_t* w_row, const uint8_t* x_row, size_t k) {
   float acc = 0.0f;
   for (size_t b = 0; b < k / kQK; ++b) {
     int32_t sum_qx = 0, sum_x = 0;
-    block_sums<kMagnitude>(x[b], [&](int j) { return q4_value(w[b].qs, j); }, sum_qx, sum_x);
+    block_sums<kMagnitude>(
+        x[b], [&](int j) { return q4_value(w[b].qs, j); }, sum_qx, sum_x);
     const float dx = f16_to_f32(x[b].d);
     acc += static_cast<float>(sum_qx) * term<kMagnitude>(f16_to_f32(w[b].d) * dx) +
            static_cast<float>(sum_x) * term<kMagnitude>(f16_to_f32(w[b].m) * dx);
@@ -146,8 +148,7 @@ float dot_k(const uint8_t* w_row, const uint8_t* x_row, size_t k, int sub_size, 
     int32_t scaled = 0, mins = 0;
     super_block_sums<kMagnitude>(
         x[b], sub_size, [&](int e) { return value(w[b], e); },
-        [&](int s) { return scale(w[b], s); }, [&](int s) { return min(w[b], s); }, scaled,
-        mins);
+        [&](int s) { return scale(w[b], s); }, [&](int s) { return min(w[b], s); }, scaled, mins);
     const float dx = x[b].d;
     float dmin_x = 0.0f;
     if constexpr (requires { w[b].dmin; }) dmin_x = f16_to_f32(w[b].dmin) * dx;

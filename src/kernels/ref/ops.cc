@@ -11,8 +11,8 @@ namespace synapse::ref {
 void rms_norm(const float* x, const float* weight, size_t n, float eps, float* y) {
   double sum = 0.0;
   for (size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  const auto scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) +
-                                                        static_cast<double>(eps)));
+  const auto scale =
+      static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + static_cast<double>(eps)));
   for (size_t i = 0; i < n; ++i) y[i] = weight != nullptr ? x[i] * scale * weight[i] : x[i] * scale;
 }
 

@@ -39,8 +39,8 @@ void rope(float* x, size_t n_heads, size_t head_dim, int64_t pos, const RopePara
   float sin_theta[kMaxRopeDims / 2];
   for (size_t i = 0; i < n_dims / 2; ++i) {
     const double exponent = -2.0 * static_cast<double>(i) / static_cast<double>(n_dims);
-    double theta_extrap = static_cast<double>(pos) * std::pow(static_cast<double>(p.freq_base),
-                                                              exponent);
+    double theta_extrap =
+        static_cast<double>(pos) * std::pow(static_cast<double>(p.freq_base), exponent);
     if (p.freq_factors != nullptr) theta_extrap /= static_cast<double>(p.freq_factors[i]);
     const double theta_interp = static_cast<double>(p.freq_scale) * theta_extrap;
     double theta = theta_interp;
