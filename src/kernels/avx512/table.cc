@@ -7,6 +7,7 @@ namespace synapse::avx512 {
 void fill_table(KernelTable& table, bool vnni) {
   if (vnni) {
     fill_legacy_dots_vnni(table);
+    fill_k_dots_vnni(table);
   }
 }
 
