@@ -34,7 +34,7 @@ namespace synapse {
 namespace {
 
 struct Shape {
-  size_t k;     // row length
+  size_t k;  // row length
   size_t rows;
   const char* name;
 };
@@ -100,15 +100,14 @@ void matvec(benchmark::State& state, TensorType type, Shape shape, int threads) 
     benchmark::DoNotOptimize(y.data());
   }
   const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-  const double gb_per_s =
-      static_cast<double>(matrix_bytes) * static_cast<double>(state.iterations()) /
-      seconds.count() / 1e9;
+  const double gb_per_s = static_cast<double>(matrix_bytes) *
+                          static_cast<double>(state.iterations()) / seconds.count() / 1e9;
   // The yardstick, measured right after on the very same bytes with the same threads: the
   // machine's bandwidth drifts (other tenants), so the ratio is what to quote.
-  const double memory = in_cache ? g_memory_gb_per_s[threads]
-                                 : measure_read_bandwidth(kernels, weights->data(),
-                                                          weights->size(), pool, 3)
-                                       .best_gb_per_s;
+  const double memory =
+      in_cache ? g_memory_gb_per_s[threads]
+               : measure_read_bandwidth(kernels, weights->data(), weights->size(), pool, 3)
+                     .best_gb_per_s;
   state.SetBytesProcessed(static_cast<int64_t>(matrix_bytes) * state.iterations());
   state.counters["weight_GBps"] = gb_per_s;
   state.counters["mem_GBps"] = memory;
@@ -130,9 +129,10 @@ void matmul_prefill(benchmark::State& state, TensorType type, Shape shape, int t
   }
   const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
   const double flops = 2.0 * static_cast<double>(shape.rows * shape.k * kPrefillTokens);
-  state.counters["GFLOPs"] = flops * static_cast<double>(state.iterations()) / seconds.count() / 1e9;
-  state.counters["tokens_per_s"] =
-      static_cast<double>(kPrefillTokens) * static_cast<double>(state.iterations()) / seconds.count();
+  state.counters["GFLOPs"] =
+      flops * static_cast<double>(state.iterations()) / seconds.count() / 1e9;
+  state.counters["tokens_per_s"] = static_cast<double>(kPrefillTokens) *
+                                   static_cast<double>(state.iterations()) / seconds.count();
 }
 
 bool fits(TensorType type, const Shape& shape) { return shape.k % block_elements(type) == 0; }

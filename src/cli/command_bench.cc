@@ -47,9 +47,10 @@ int run_memory(const MemoryOptions& o) {
     out["read_bandwidth"] = list;
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("memory read bandwidth (%s, %zu MiB buffer, best and median of %d passes, "
-                "kernels %s)\n",
-                cpu.model.c_str(), buffer.size() >> 20, o.passes, kernels.variant);
+    std::printf(
+        "memory read bandwidth (%s, %zu MiB buffer, best and median of %d passes, "
+        "kernels %s)\n",
+        cpu.model.c_str(), buffer.size() >> 20, o.passes, kernels.variant);
     std::printf("  %7s  %12s  %12s\n", "threads", "best GB/s", "median GB/s");
     for (const BandwidthSample& s : samples) {
       std::printf("  %7d  %12.1f  %12.1f\n", s.threads, s.best_gb_per_s, s.median_gb_per_s);

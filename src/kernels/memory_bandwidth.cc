@@ -23,7 +23,8 @@ BandwidthBuffer::BandwidthBuffer(size_t bytes) : size_((bytes + kPage - 1) / kPa
   SYN_CHECK(p != MAP_FAILED, "BandwidthBuffer: mmap failed");
   data_ = static_cast<uint8_t*>(p);
   // Distinct values, so no page is shared with the zero page.
-  for (size_t i = 0; i < size_; i += kPage) std::memset(data_ + i, static_cast<int>(i >> 12), kPage);
+  for (size_t i = 0; i < size_; i += kPage)
+    std::memset(data_ + i, static_cast<int>(i >> 12), kPage);
 }
 
 BandwidthBuffer::~BandwidthBuffer() { ::munmap(data_, size_); }
@@ -38,8 +39,7 @@ BandwidthSample measure_read_bandwidth(const KernelTable& kernels, const uint8_t
   for (int pass = 0; pass < passes + 1; ++pass) {  // pass 0 warms up
     const auto start = std::chrono::steady_clock::now();
     pool.parallel_for(threads, [&](size_t task, int /*thread*/) {
-      sink.fetch_add(kernels.read_bytes(bytes + task * slice, slice),
-                     std::memory_order_relaxed);
+      sink.fetch_add(kernels.read_bytes(bytes + task * slice, slice), std::memory_order_relaxed);
     });
     const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
     if (pass > 0) rates.push_back(static_cast<double>(slice * threads) / seconds.count() / 1e9);

@@ -26,9 +26,11 @@ constexpr double sum_order_tolerance(double m, double magnitude) {
 }
 
 // m for a quantized dot product of k elements: within a block or sub-block the integer sum is
-// exact; per (sub-)block there are at most 4 roundings (int to float, two scale products, the
-// min term), and the partial sums of at most k / 16 sub-blocks are added.
-constexpr double quantized_dot_roundings(size_t k) { return static_cast<double>(k) / 16.0 + 4.0; }
+// exact; each (sub-)block term then goes through at most 4 roundings (int to float, the weight
+// and activation scale products, the min term), at most k / 16 sequential additions of
+// sub-block partials, at most 16 more where a super-block's sub-blocks are summed before its
+// scale is applied, and a 4-level tree reducing 16 vector lanes.
+constexpr double quantized_dot_roundings(size_t k) { return static_cast<double>(k) / 16.0 + 24.0; }
 
 // m for a dot product of k float products (F32/F16/BF16 weights, or any weights dequantized
 // exactly against F32 activations): one product rounding plus at most k - 1 additions.

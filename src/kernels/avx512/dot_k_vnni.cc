@@ -108,12 +108,13 @@ struct Q5K {
     const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(qh), qh, 1);
     static constexpr int kFirst[4] = {0, 1, 4, 5};
     const __m512i sixteen = _mm512_set1_epi8(16);
+#pragma GCC unroll 4
     for (size_t j = 0; j < 4; ++j) {
-      const __m512i bits = _mm512_inserti64x4(
-          _mm512_set1_epi8(static_cast<char>(1 << kFirst[j])),
-          _mm256_set1_epi8(static_cast<char>(1 << (kFirst[j] + 2))), 1);
-      levels[j] = _mm512_mask_add_epi8(levels[j], _mm512_test_epi8_mask(both, bits), levels[j],
-                                       sixteen);
+      const __m512i bits =
+          _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << kFirst[j])),
+                             _mm256_set1_epi8(static_cast<char>(1 << (kFirst[j] + 2))), 1);
+      levels[j] =
+          _mm512_mask_add_epi8(levels[j], _mm512_test_epi8_mask(both, bits), levels[j], sixteen);
     }
   }
 };
@@ -122,9 +123,11 @@ struct Q5K {
 // of qs[32 h .. 32 h + 31] (natural element order).
 inline void two_bit_chunks(const uint8_t* qs, __m512i (&levels)[4]) {
   const __m512i three = _mm512_set1_epi8(3);
+#pragma GCC unroll 2
   for (size_t h = 0; h < 2; ++h) {
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
-    const __m512i pairs01 = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 2), 1);
+    const __m512i pairs01 =
+        _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 2), 1);
     levels[2 * h] = _mm512_and_si512(pairs01, three);
     levels[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(pairs01, 4), three);
   }
@@ -140,7 +143,8 @@ struct Q2K {
   static void unpack(const uint8_t* b, __m512i (&levels)[4], __m512i& scales, __m512i& mins,
                      float& d, float& dmin) {
     two_bit_chunks(b + 16, levels);
-    const __m512i packed = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    const __m512i packed =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
     scales = _mm512_and_si512(packed, _mm512_set1_epi32(0x0F));
     mins = _mm512_srli_epi32(packed, 4);
     d = f16_to_f32(load_u16(b + 80));
@@ -162,11 +166,14 @@ struct Q3K {
     const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
     const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(hm), hm, 1);
     const __m512i four = _mm512_set1_epi8(4);
+#pragma GCC unroll 4
     for (size_t j = 0; j < 4; ++j) {
       const int bit = 2 * static_cast<int>(j);  // chunk j: p = 2 (j % 2), 2 (j % 2) + 1; h = j / 2
-      const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << bit)),
-                                              _mm256_set1_epi8(static_cast<char>(1 << (bit + 1))), 1);
-      levels[j] = _mm512_mask_add_epi8(levels[j], _mm512_test_epi8_mask(both, bits), levels[j], four);
+      const __m512i bits =
+          _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << bit)),
+                             _mm256_set1_epi8(static_cast<char>(1 << (bit + 1))), 1);
+      levels[j] =
+          _mm512_mask_add_epi8(levels[j], _mm512_test_epi8_mask(both, bits), levels[j], four);
     }
     // Sixteen 6-bit scales: low nibbles in bytes 0-7 (two per byte), high bit pairs in 8-11.
     const uint8_t* s = b + 96;
@@ -192,10 +199,12 @@ struct Q6K {
   static void unpack(const uint8_t* b, __m512i (&levels)[4], __m512i& scales, __m512i& /*mins*/,
                      float& d, float& /*dmin*/) {
     const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3);
+#pragma GCC unroll 2
     for (size_t h = 0; h < 2; ++h) {
       const __m512i ql = _mm512_loadu_si512(b + 64 * h);
       const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
-      const __m512i qh01 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+      const __m512i qh01 =
+          _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
       const __m512i high0 = _mm512_slli_epi16(_mm512_and_si512(qh01, two), 4);
       const __m512i high1 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh01, 4), two), 4);
       levels[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, low4), high0);
@@ -273,8 +282,8 @@ void row_kernel(const uint8_t* w, size_t n_blocks, const uint8_t* x, size_t x_st
       __m512i total = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (size_t j = 0; j < 4; ++j) {
-        const __m512i start = W::kOffset != 0 ? _mm512_load_si512(xb + L::kCorr + 64 * j)
-                                              : _mm512_setzero_si512();
+        const __m512i start =
+            W::kOffset != 0 ? _mm512_load_si512(xb + L::kCorr + 64 * j) : _mm512_setzero_si512();
         const __m512i dot = _mm512_dpbusd_epi32(start, levels[j], _mm512_load_si512(xb + 64 * j));
         total = _mm512_add_epi32(total, _mm512_mullo_epi32(dot, lane_scale[j]));
       }
@@ -283,11 +292,10 @@ void row_kernel(const uint8_t* w, size_t n_blocks, const uint8_t* x, size_t x_st
       acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_set1_ps(d * dx), acc[c]);
       if constexpr (W::kHasMin) {
         const __m512i sums = _mm512_load_si512(xb + L::kSums);
-        const __m512i lanes = W::kMinPer32
-                                  ? _mm512_maskz_mullo_epi32(0xFF00, mins, sums)
-                                  : _mm512_mullo_epi32(mins, sums);
-        acc_min[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes), _mm512_set1_ps(dmin * dx),
-                                     acc_min[c]);
+        const __m512i lanes = W::kMinPer32 ? _mm512_maskz_mullo_epi32(0xFF00, mins, sums)
+                                           : _mm512_mullo_epi32(mins, sums);
+        acc_min[c] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes), _mm512_set1_ps(dmin * dx), acc_min[c]);
       }
     }
   }

@@ -59,7 +59,8 @@ struct Format {
   static __m512i high_bits_index() {
     alignas(64) int16_t index[32] = {};
     for (size_t j = 0; j < 8; ++j) {
-      index[j] = static_cast<int16_t>(((j % 4) * kBytes + static_cast<size_t>(kQh < 0 ? 0 : kQh)) / 2 + j / 4);
+      index[j] = static_cast<int16_t>(
+          ((j % 4) * kBytes + static_cast<size_t>(kQh < 0 ? 0 : kQh)) / 2 + j / 4);
     }
     return _mm512_load_si512(index);
   }
@@ -148,8 +149,7 @@ struct Indices {
 // the scale of each int32 lane's block and (with a min) its min, as floats.
 template <typename W>
 inline void load_step(const uint8_t* b, size_t n_valid, const uint8_t* row_end,
-                      const Indices<W>& ix, __m512i& lo, __m512i& hi, __m512& scale,
-                      __m512& min) {
+                      const Indices<W>& ix, __m512i& lo, __m512i& hi, __m512& scale, __m512& min) {
   __m512i first, second;
   if (b + 128 <= row_end) {
     first = _mm512_loadu_si512(b);
@@ -180,8 +180,8 @@ inline void load_step(const uint8_t* b, size_t n_valid, const uint8_t* row_end,
           _mm512_castsi512_si128(_mm512_permutex2var_epi16(first, ix.high_bits, second));
       const __m512i sixteen = _mm512_set1_epi8(16);
       lo = _mm512_mask_add_epi8(lo, static_cast<__mmask64>(_mm_cvtsi128_si64(bits)), lo, sixteen);
-      hi = _mm512_mask_add_epi8(hi, static_cast<__mmask64>(_mm_extract_epi64(bits, 1)), hi,
-                                sixteen);
+      hi =
+          _mm512_mask_add_epi8(hi, static_cast<__mmask64>(_mm_extract_epi64(bits, 1)), hi, sixteen);
     }
   }
 }
@@ -205,8 +205,8 @@ void row_kernel(const uint8_t* w, const uint8_t* x, size_t x_stride, const Prepa
 #pragma GCC unroll 4
     for (size_t c = 0; c < C; ++c) {
       const uint8_t* step = x + c * x_stride + s * l.step_bytes;
-      __m512i sums = _mm512_dpbusd_epi32(_mm512_load_si512(step + L::kCorr), lo,
-                                         _mm512_load_si512(step));
+      __m512i sums =
+          _mm512_dpbusd_epi32(_mm512_load_si512(step + L::kCorr), lo, _mm512_load_si512(step));
       if constexpr (W::kNibbles) sums = _mm512_dpbusd_epi32(sums, hi, _mm512_load_si512(step + 64));
       const __m512 lane_scale =
           _mm512_mul_ps(scale, _mm512_load_ps(reinterpret_cast<const float*>(step + L::kScale)));

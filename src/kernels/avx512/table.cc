@@ -8,6 +8,7 @@ void fill_table(KernelTable& table, bool vnni) {
   if (vnni) {
     fill_legacy_dots_vnni(table);
     fill_k_dots_vnni(table);
+    fill_quant_matmul_vnni(table);
   }
 }
 
