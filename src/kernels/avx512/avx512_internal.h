@@ -7,8 +7,7 @@
 
 namespace synapse::avx512 {
 
-void fill_float_dots(KernelTable& table);
-void fill_float_matmul(KernelTable& table);
+void fill_float_kernels(KernelTable& table);
 void fill_legacy_dots_vnni(KernelTable& table);
 void fill_k_dots_vnni(KernelTable& table);
 void fill_quant_matmul_vnni(KernelTable& table);

@@ -23,11 +23,11 @@ namespace {
 
 using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
 
-constexpr size_t kRows = 16;        // rows per packed sub-tile (zmm lanes)
-constexpr size_t kSubTiles = 4;     // sub-tiles per task
-constexpr size_t kColumns = 8;      // columns per register block
-constexpr size_t kQ8Bytes = 34;     // BlockQ8_0
-constexpr size_t kQ8KBytes = 292;   // BlockQ8_K
+constexpr size_t kRows = 16;       // rows per packed sub-tile (zmm lanes)
+constexpr size_t kSubTiles = 4;    // sub-tiles per task
+constexpr size_t kColumns = 8;     // columns per register block
+constexpr size_t kQ8Bytes = 34;    // BlockQ8_0
+constexpr size_t kQ8KBytes = 292;  // BlockQ8_K
 
 // Unpacking one activation-block-sized unit of one weight row into unsigned levels (natural
 // element order), per-sub-block scales and (for kHasMin) mins such that
@@ -220,14 +220,15 @@ struct Q6K {
         const uint32_t qh = load_u32(b + 128 + 32 * h + l);
         for (uint32_t p = 0; p < 4; ++p) {
           const uint32_t ql = load_u32(b + 64 * h + 32 * (p & 1) + l);
-          const uint32_t v = ((ql >> (4 * (p >> 1))) & 0x0F0F0F0Fu) |
-                             (((qh >> (2 * p)) & 0x03030303u) << 4);
+          const uint32_t v =
+              ((ql >> (4 * (p >> 1))) & 0x0F0F0F0Fu) | (((qh >> (2 * p)) & 0x03030303u) << 4);
           std::memcpy(levels + 128 * h + 32 * p + l, &v, 4);
         }
       }
     }
     const float d = f16_to_f32(load_u16(b + 208));
-    for (size_t s = 0; s < 16; ++s) scale[s] = d * static_cast<float>(static_cast<int8_t>(b[192 + s]));
+    for (size_t s = 0; s < 16; ++s)
+      scale[s] = d * static_cast<float>(static_cast<int8_t>(b[192 + s]));
   }
 };
 
@@ -351,8 +352,7 @@ void micro_kernel(const uint8_t* packed, size_t n_rows, const uint8_t* x, size_t
           const __m512 min =
               _mm512_load_ps(reinterpret_cast<const float*>(sub + P::kGroups * 64 + 64));
           unit[c] = _mm512_fmadd_ps(
-              min, _mm512_set1_ps(reinterpret_cast<const float*>(xc + p.sums)[sub_index]),
-              unit[c]);
+              min, _mm512_set1_ps(reinterpret_cast<const float*>(xc + p.sums)[sub_index]), unit[c]);
         }
       }
     }
@@ -385,15 +385,15 @@ void tile(const DotTile& t, uint8_t* scratch) {
   for (; c + kColumns <= t.n_cols; c += kColumns) {
     for (size_t i = 0; i < n_sub_tiles; ++i) {
       const size_t rows = t.n_rows - i * kRows < kRows ? t.n_rows - i * kRows : kRows;
-      micro_kernel<W, kColumns>(scratch + i * packed_bytes, rows, t.x + c * t.x_stride,
-                                t.x_stride, p, t.k, t.y + c * t.y_stride + i * kRows, t.y_stride);
+      micro_kernel<W, kColumns>(scratch + i * packed_bytes, rows, t.x + c * t.x_stride, t.x_stride,
+                                p, t.k, t.y + c * t.y_stride + i * kRows, t.y_stride);
     }
   }
   for (; c < t.n_cols; ++c) {
     for (size_t i = 0; i < n_sub_tiles; ++i) {
       const size_t rows = t.n_rows - i * kRows < kRows ? t.n_rows - i * kRows : kRows;
-      micro_kernel<W, 1>(scratch + i * packed_bytes, rows, t.x + c * t.x_stride, t.x_stride, p,
-                         t.k, t.y + c * t.y_stride + i * kRows, t.y_stride);
+      micro_kernel<W, 1>(scratch + i * packed_bytes, rows, t.x + c * t.x_stride, t.x_stride, p, t.k,
+                         t.y + c * t.y_stride + i * kRows, t.y_stride);
     }
   }
 }

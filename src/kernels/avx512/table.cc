@@ -5,6 +5,7 @@
 namespace synapse::avx512 {
 
 void fill_table(KernelTable& table, bool vnni) {
+  fill_float_kernels(table);
   if (vnni) {
     fill_legacy_dots_vnni(table);
     fill_k_dots_vnni(table);
