@@ -3,9 +3,6 @@
 // 32; for every head of the GQA group the chunk's scores are computed (the chunk's key rows stay
 // in L1 across the group), the running maximum and sum are rescaled when the maximum grows, and
 // the value rows are accumulated into the output row itself. No buffer grows with the context.
-#include <cmath>
-
-#include "base/check.h"
 #include "kernels/avx2/avx2_internal.h"
 #include "kernels/avx2/simd_avx2.h"
 #include "kernels/ref/ref_kernels.h"
@@ -67,12 +64,12 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
           acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qg + d), load_row8<kF16>(k_rows[i], d), acc0);
         }
         float s = hsum(_mm256_add_ps(acc0, acc1)) * p.scale;
-        if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
+        if (p.softcap > 0.0f) s = p.softcap * scalar_tanh(s / p.softcap);
         scores[i] = s;
         chunk_max = s > chunk_max ? s : chunk_max;
       }
       if (chunk_max > running_max[g]) {
-        const float rescale = std::exp(running_max[g] - chunk_max);  // 0 on the first chunk
+        const float rescale = scalar_exp(running_max[g] - chunk_max);  // 0 on the first chunk
         running_sum[g] *= rescale;
         const __m256 vr = _mm256_set1_ps(rescale);
         for (size_t d = 0; d < head_dim; d += 8) {
@@ -85,7 +82,7 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
       for (; i + 8 <= n; i += 8) {
         _mm256_store_ps(scores + i, exp_ps(_mm256_sub_ps(_mm256_load_ps(scores + i), vm)));
       }
-      for (; i < n; ++i) scores[i] = std::exp(scores[i] - running_max[g]);
+      for (; i < n; ++i) scores[i] = scalar_exp(scores[i] - running_max[g]);
       float sum = 0.0f;
       for (i = 0; i < n; ++i) sum += scores[i];
       running_sum[g] += sum;
@@ -110,7 +107,8 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
 
 void attend(const float* q, size_t n_group, const KvPages& kv, size_t kv_head, size_t n_keys,
             const AttentionParams& p, float* out) {
-  SYN_CHECK(n_keys <= kv.n_tokens, "attention: more keys than tokens in the cache");
+  // The driver (kernels/attention.cc) checks n_keys <= kv.n_tokens; no SYN_CHECK here, whose
+  // string_view argument would instantiate inline library code with ISA flags.
   if (p.head_dim % 8 != 0 || n_group > kMaxGroup) {
     ref::attend(q, n_group, kv, kv_head, n_keys, p, out);  // shapes no model here uses
     return;

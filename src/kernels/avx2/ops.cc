@@ -2,8 +2,6 @@
 // AVX2 element-wise and row operations: exp-based activations through simd::exp_ps, softmax,
 // RMSNorm (squares accumulated in double like the reference), the exact add/mul/scale, and the
 // memory-read probe. Soft-capping uses libm's tanh per element: rare, and exact that way.
-#include <cmath>
-
 #include "kernels/avx2/avx2_internal.h"
 #include "kernels/avx2/simd_avx2.h"
 
@@ -17,12 +15,12 @@ inline __m256 sigmoid_times(__m256 x, __m256 v) {  // v / (1 + exp(-x))
   return _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
-float sigmoid_times_1(float x, float v) { return v / (1.0f + std::exp(-x)); }
+float sigmoid_times_1(float x, float v) { return v / (1.0f + scalar_exp(-x)); }
 
 void exp(const float* x, float* y, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp_ps(_mm256_loadu_ps(x + i)));
-  for (; i < n; ++i) y[i] = std::exp(x[i]);
+  for (; i < n; ++i) y[i] = scalar_exp(x[i]);
 }
 
 void silu(const float* x, float* y, size_t n) {
@@ -69,7 +67,7 @@ void softmax(float* x, size_t n, const SoftmaxParams& p) {
   size_t i = 0;
   if (p.softcap > 0.0f) {
     for (; i < n; ++i) {
-      float s = p.softcap * std::tanh(x[i] * p.scale / p.softcap);
+      float s = p.softcap * scalar_tanh(x[i] * p.scale / p.softcap);
       if (p.mask != nullptr) s += p.mask[i];
       x[i] = s;
       max = s > max ? s : max;
@@ -104,7 +102,7 @@ void softmax(float* x, size_t n, const SoftmaxParams& p) {
     vsum = _mm256_add_ps(vsum, e);
   }
   for (; i < n; ++i) {
-    x[i] = std::exp(x[i] - max);
+    x[i] = scalar_exp(x[i] - max);
     sum += x[i];
   }
   sum += hsum(vsum);
@@ -129,8 +127,8 @@ void rms_norm(const float* x, const float* weight, size_t n, float eps, float* y
   _mm256_store_pd(parts, _mm256_add_pd(acc0, acc1));
   double sum = (parts[0] + parts[1]) + (parts[2] + parts[3]);
   for (; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  const auto scale =
-      static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + static_cast<double>(eps)));
+  const auto scale = static_cast<float>(
+      1.0 / scalar_sqrt(sum / static_cast<double>(n) + static_cast<double>(eps)));
   const __m256 vs = _mm256_set1_ps(scale);
   for (i = 0; i + 8 <= n; i += 8) {
     __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);

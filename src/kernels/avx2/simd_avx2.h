@@ -14,6 +14,12 @@
 namespace synapse::simd {
 namespace {  // NOLINT(cert-dcl59-cpp,google-build-namespaces): internal linkage on purpose
 
+// libm through the builtins: <cmath>'s std::exp(float) and friends are inline functions, and a
+// copy compiled with ISA flags must not be emitted (see kernels/README.md).
+inline float scalar_exp(float x) { return __builtin_expf(x); }
+inline float scalar_tanh(float x) { return __builtin_tanhf(x); }
+inline double scalar_sqrt(double x) { return __builtin_sqrt(x); }
+
 inline float hsum(__m256 v) {
   const __m128 lo = _mm256_castps256_ps128(v);
   const __m128 hi = _mm256_extractf128_ps(v, 1);

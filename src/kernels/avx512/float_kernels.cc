@@ -34,7 +34,9 @@ struct BF16 {
   static __m512 load16(const uint8_t* p) {
     return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static __m512 load16(const uint8_t* p, __mmask16 m) { return widen(_mm256_maskz_loadu_epi16(m, p)); }
+  static __m512 load16(const uint8_t* p, __mmask16 m) {
+    return widen(_mm256_maskz_loadu_epi16(m, p));
+  }
 };
 
 // --- Decode ---------------------------------------------------------------------------------
@@ -67,7 +69,8 @@ void row_dot(const uint8_t* w, const uint8_t* x, size_t x_stride, size_t k, floa
     }
   }
 #pragma GCC unroll 4
-  for (size_t c = 0; c < C; ++c) y[c * y_stride] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[c], acc1[c]));
+  for (size_t c = 0; c < C; ++c)
+    y[c * y_stride] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[c], acc1[c]));
 }
 
 template <typename W>
@@ -105,13 +108,9 @@ void pack(const DotTile& t, float* packed) {
                                     : _mm512_setzero_ps();
       _mm512_store_ps(stage[r], v);
     }
+    // Scalar transposition: a few percent of the tile's work (gathers are slower here).
     for (size_t j = 0; j < n; ++j) {
-      const __m512i lanes = _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176,
-                                              192, 208, 224, 240);
-      const __m512 lo = _mm512_i32gather_ps(lanes, &stage[0][j], 4);
-      const __m512 hi = _mm512_i32gather_ps(lanes, &stage[16][j], 4);
-      _mm512_store_ps(packed + (i + j) * kTileRows, lo);
-      _mm512_store_ps(packed + (i + j) * kTileRows + 16, hi);
+      for (size_t r = 0; r < kTileRows; ++r) packed[(i + j) * kTileRows + r] = stage[r][j];
     }
   }
 }
