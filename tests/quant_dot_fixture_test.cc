@@ -102,13 +102,13 @@ TEST_P(QuantDotFixtureTest, MatchesFloat64WithinDerivedBounds) {
         }
         const bool quantized_path = path == DotPath::kQuantized && act != TensorType::kF32;
         const double bound =
-            quantized_path
-                ? activation_error + 2.0 * rounding_gamma(quantized_dot_roundings(kCols)) * magnitude
-                : 2.0 * rounding_gamma(float_dot_roundings(kCols)) * magnitude;
+            quantized_path ? activation_error +
+                                 2.0 * rounding_gamma(quantized_dot_roundings(kCols)) * magnitude
+                           : 2.0 * rounding_gamma(float_dot_roundings(kCols)) * magnitude;
         const double err = std::fabs(static_cast<double>(y[r]) - want[r]);
         EXPECT_LE(err, bound + kTinyAbsTolerance)
-            << name << " row " << r << (quantized_path ? " quantized" : " f32") << ": got "
-            << y[r] << ", float64 " << want[r];
+            << name << " row " << r << (quantized_path ? " quantized" : " f32") << ": got " << y[r]
+            << ", float64 " << want[r];
         // Scaled like the fixture's own summary: |err| / (||w_row|| * ||x||).
         double x_norm = 0.0;
         for (float v : x) x_norm += static_cast<double>(v) * static_cast<double>(v);
@@ -132,8 +132,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, QuantDotFixtureTest,
                          ::testing::Values(TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
                                            TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0,
                                            TensorType::kQ5_1, TensorType::kQ2_K, TensorType::kQ3_K,
-                                           TensorType::kQ4_K, TensorType::kQ5_K,
-                                           TensorType::kQ6_K),
+                                           TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K),
                          [](const ::testing::TestParamInfo<TensorType>& param) {
                            return std::string(tensor_type_name(param.param));
                          });
