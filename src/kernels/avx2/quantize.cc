@@ -43,7 +43,8 @@ void quantize_q8_0(const float* x, uint8_t* y, size_t n) {
     }
     const float d = hmax(amax) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const uint16_t d16 = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+    const auto d16 = static_cast<uint16_t>(
+        _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(d), _MM_FROUND_TO_NEAREST_INT), 0));
     std::memcpy(yb, &d16, sizeof(d16));
     __m256i q[4];
     for (int i = 0; i < 4; ++i) {

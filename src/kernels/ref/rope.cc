@@ -30,8 +30,11 @@ void rope(float* x, size_t n_heads, size_t head_dim, int64_t pos, const RopePara
   double corr_low = 0.0, corr_high = 0.0;
   if (p.ext_factor != 0.0f) {
     const auto dims = static_cast<double>(n_dims);
-    const double start = std::floor(yarn_corr_dim(dims, p.n_ctx_orig, p.beta_fast, p.freq_base));
-    const double end = std::ceil(yarn_corr_dim(dims, p.n_ctx_orig, p.beta_slow, p.freq_base));
+    const auto ctx = static_cast<double>(p.n_ctx_orig);
+    const auto base = static_cast<double>(p.freq_base);
+    const double start =
+        std::floor(yarn_corr_dim(dims, ctx, static_cast<double>(p.beta_fast), base));
+    const double end = std::ceil(yarn_corr_dim(dims, ctx, static_cast<double>(p.beta_slow), base));
     corr_low = start > 0.0 ? start : 0.0;
     corr_high = end < dims - 1.0 ? end : dims - 1.0;
   }
@@ -44,7 +47,7 @@ void rope(float* x, size_t n_heads, size_t head_dim, int64_t pos, const RopePara
     if (p.freq_factors != nullptr) theta_extrap /= static_cast<double>(p.freq_factors[i]);
     const double theta_interp = static_cast<double>(p.freq_scale) * theta_extrap;
     double theta = theta_interp;
-    double mscale = p.attn_factor;
+    auto mscale = static_cast<double>(p.attn_factor);
     if (p.ext_factor != 0.0f) {
       const double y = (static_cast<double>(i) - corr_low) /
                        (corr_high - corr_low > 0.001 ? corr_high - corr_low : 0.001);
