@@ -22,6 +22,7 @@
 #include "kernels/matmul.h"
 #include "kernels/tolerance.h"
 #include "tensor/quant.h"
+#include "tests/fixture_tensors.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -29,19 +30,6 @@ namespace {
 
 constexpr size_t kRows = 16;
 constexpr size_t kCols = 512;
-
-std::vector<float> floats_of(const GgufFile& file, std::string_view name) {
-  const std::span<const uint8_t> bytes = file.tensor_data(*file.find_tensor(name));
-  std::vector<float> out(bytes.size() / sizeof(float));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-  return out;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 struct Fixture {
   GgufFile quant;
@@ -59,11 +47,11 @@ TEST_P(QuantDotFixtureTest, MatchesFloat64WithinDerivedBounds) {
   const GgufFile expected = *GgufFile::open(expected_path);
   const nlohmann::json dots = nlohmann::json::parse(testing::read_file_text(dots_path));
   const TensorType type = GetParam();
-  const std::string name = "w." + lower(tensor_type_name(type));
+  const std::string name = testing::fixture_tensor_name(tensor_type_name(type));
   const std::vector<double> want = dots[name]["dot_f64"].get<std::vector<double>>();
   const std::vector<double> ggml = dots[name]["ggml_cpu_vec_dot_f32"].get<std::vector<double>>();
-  const std::vector<float> deq = floats_of(expected, name);
-  const std::vector<float> x = floats_of(expected, "x");
+  const std::vector<float> deq = testing::tensor_floats(expected, name);
+  const std::vector<float> x = testing::tensor_floats(expected, "x");
   ASSERT_EQ(x.size(), kCols);
 
   // Rows copied to aligned storage (the kernels may assume 4-byte alignment of blocks).

@@ -10,6 +10,7 @@
 
 #include "format/gguf/gguf_file.h"
 #include "tensor/quant.h"
+#include "tests/fixture_tensors.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -23,21 +24,6 @@ struct QuantFixture {
   GgufFile expected;
 };
 
-std::vector<float> floats_of(const GgufFile& file, std::string_view name) {
-  const GgufTensorInfo* info = file.find_tensor(name);
-  if (info == nullptr) return {};
-  const std::span<const uint8_t> bytes = file.tensor_data(*info);
-  std::vector<float> out(bytes.size() / sizeof(float));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-  return out;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 class QuantFixtureTest : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(QuantFixtureTest, DequantizeMatchesIndependentImplementationExactly) {
@@ -46,11 +32,11 @@ TEST_P(QuantFixtureTest, DequantizeMatchesIndependentImplementationExactly) {
   const GgufFile quant = *GgufFile::open(quant_path);
   const GgufFile expected = *GgufFile::open(expected_path);
   const TensorType type = GetParam();
-  const std::string name = "w." + lower(tensor_type_name(type));
+  const std::string name = testing::fixture_tensor_name(tensor_type_name(type));
   const GgufTensorInfo* info = quant.find_tensor(name);
   ASSERT_NE(info, nullptr) << name;
   ASSERT_EQ(info->type, type);
-  const std::vector<float> want = floats_of(expected, name);
+  const std::vector<float> want = testing::tensor_floats(expected, name);
   ASSERT_EQ(want.size(), kRows * kCols);
   const std::span<const uint8_t> bytes = quant.tensor_data(*info);
   const size_t row_size = row_bytes(type, kCols);
@@ -75,8 +61,8 @@ TEST_P(QuantFixtureTest, QuantizeWritesLlamaCppBytes) {
   const GgufFile quant = *GgufFile::open(quant_path);
   const GgufFile expected = *GgufFile::open(expected_path);
   const TensorType type = GetParam();
-  const std::string name = "w." + lower(tensor_type_name(type));
-  const std::vector<float> source = floats_of(expected, "source");
+  const std::string name = testing::fixture_tensor_name(tensor_type_name(type));
+  const std::vector<float> source = testing::tensor_floats(expected, "source");
   ASSERT_EQ(source.size(), kRows * kCols);
   const std::span<const uint8_t> want = quant.tensor_data(*quant.find_tensor(name));
   const size_t row_size = row_bytes(type, kCols);

@@ -101,6 +101,22 @@ double float_diff(float a, float b) {
   return std::fabs(static_cast<double>(a) - static_cast<double>(b));
 }
 
+// Products y[c * n_rows + r] against the reference within the sum-order tolerance of their
+// magnitudes.
+CompareResult compare_products(const std::vector<float>& got, const std::vector<float>& want,
+                               const std::vector<float>& magnitude, size_t n_rows, size_t k,
+                               bool f32) {
+  const double roundings = f32 ? float_dot_roundings(k) : quantized_dot_roundings(k);
+  CompareResult result;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double tolerance =
+        sum_order_tolerance(roundings, static_cast<double>(magnitude[i])) + kTinyAbsTolerance;
+    note(result, float_diff(got[i], want[i]), tolerance,
+         "row " + std::to_string(i % n_rows) + " col " + std::to_string(i / n_rows));
+  }
+  return result;
+}
+
 }  // namespace
 
 CompareResult compare_dot(const KernelTable& kernels, TensorType type, size_t n_rows, size_t n_cols,
@@ -139,15 +155,7 @@ CompareResult compare_dot(const KernelTable& kernels, TensorType type, size_t n_
   (f32 ? ref::dot_f32_kernel(type) : ref::dot_kernel(type))(tile);
   tile.y = magnitude.data();
   (f32 ? ref::dot_f32_magnitude_kernel(type) : ref::dot_magnitude_kernel(type))(tile);
-  const double roundings = f32 ? float_dot_roundings(k) : quantized_dot_roundings(k);
-  CompareResult result;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double tolerance =
-        sum_order_tolerance(roundings, static_cast<double>(magnitude[i])) + kTinyAbsTolerance;
-    note(result, float_diff(got[i], want[i]), tolerance,
-         "row " + std::to_string(i % n_rows) + " col " + std::to_string(i / n_rows));
-  }
-  return result;
+  return compare_products(got, want, magnitude, n_rows, k, f32);
 }
 
 CompareResult compare_matmul(const KernelTable& kernels, TensorType type, size_t n_rows,
@@ -182,15 +190,7 @@ CompareResult compare_matmul(const KernelTable& kernels, TensorType type, size_t
       xq.stride,   n_cols,   k,      magnitude.data(),
       n_rows};
   (f32 ? ref::dot_f32_magnitude_kernel(type) : ref::dot_magnitude_kernel(type))(tile);
-  const double roundings = f32 ? float_dot_roundings(k) : quantized_dot_roundings(k);
-  CompareResult result;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double tolerance =
-        sum_order_tolerance(roundings, static_cast<double>(magnitude[i])) + kTinyAbsTolerance;
-    note(result, float_diff(got[i], want[i]), tolerance,
-         "row " + std::to_string(i % n_rows) + " col " + std::to_string(i / n_rows));
-  }
-  return result;
+  return compare_products(got, want, magnitude, n_rows, k, f32);
 }
 
 CompareResult compare_dequantize(const KernelTable& kernels, TensorType type, size_t k,

@@ -96,10 +96,12 @@ void dequantize_row_q3_k(std::span<const BlockQ3_K> x, std::span<float> y) {
   }
 }
 
-void dequantize_row_q4_k(std::span<const BlockQ4_K> x, std::span<float> y) {
+// Q4_K and Q5_K: dl * q - ml with the sub-block's six-bit scale and min.
+template <typename Block, typename Value>
+void dequantize_k4(std::span<const Block> x, std::span<float> y, Value value) {
   check_sizes(y.size(), x.size());
   float* out = y.data();
-  for (const BlockQ4_K& b : x) {
+  for (const Block& b : x) {
     const float d = f16_to_f32(b.d);
     const float dmin = f16_to_f32(b.dmin);
     for (int e = 0; e < static_cast<int>(kQK); ++e) {
@@ -107,25 +109,17 @@ void dequantize_row_q4_k(std::span<const BlockQ4_K> x, std::span<float> y) {
       k4_scale_min(b.scales, e / 32, scale, min);
       const float dl = d * static_cast<float>(scale);
       const float ml = dmin * static_cast<float>(min);
-      *out++ = dl * static_cast<float>(q4_k_value(b, e)) - ml;
+      *out++ = dl * static_cast<float>(value(b, e)) - ml;
     }
   }
 }
 
+void dequantize_row_q4_k(std::span<const BlockQ4_K> x, std::span<float> y) {
+  dequantize_k4(x, y, q4_k_value);
+}
+
 void dequantize_row_q5_k(std::span<const BlockQ5_K> x, std::span<float> y) {
-  check_sizes(y.size(), x.size());
-  float* out = y.data();
-  for (const BlockQ5_K& b : x) {
-    const float d = f16_to_f32(b.d);
-    const float dmin = f16_to_f32(b.dmin);
-    for (int e = 0; e < static_cast<int>(kQK); ++e) {
-      int scale = 0, min = 0;
-      k4_scale_min(b.scales, e / 32, scale, min);
-      const float dl = d * static_cast<float>(scale);
-      const float ml = dmin * static_cast<float>(min);
-      *out++ = dl * static_cast<float>(q5_k_value(b, e)) - ml;
-    }
-  }
+  dequantize_k4(x, y, q5_k_value);
 }
 
 void dequantize_row_q6_k(std::span<const BlockQ6_K> x, std::span<float> y) {

@@ -23,12 +23,9 @@ void check_sizes(size_t n_values, size_t n_blocks) {
 }
 
 int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
-float as_float(int v) { return static_cast<float>(v); }
 
-// Symmetric quantization of n values to integers in [-nmax, nmax - 1] (stored with +nmax),
-// weighted by x^2, trying 19 scales around nmax / max and keeping the one that maximizes the
-// weighted correlation. Returns the scale. (ggml's make_qx_quants with rmse_type 1, no weights.)
-float make_qx_quants(int n, int nmax, const float* x, int8_t* levels) {
+// The value of largest magnitude among n (the first one on ties), as ggml's searches pick it.
+float signed_absmax(const float* x, int n) {
   float max = 0.0f, amax = 0.0f;
   for (int i = 0; i < n; ++i) {
     const float ax = std::fabs(x[i]);
@@ -37,7 +34,16 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* levels) {
       max = x[i];
     }
   }
-  if (amax < kGroupMaxEps) {
+  return max;
+}
+float as_float(int v) { return static_cast<float>(v); }
+
+// Symmetric quantization of n values to integers in [-nmax, nmax - 1] (stored with +nmax),
+// weighted by x^2, trying 19 scales around nmax / max and keeping the one that maximizes the
+// weighted correlation. Returns the scale. (ggml's make_qx_quants with rmse_type 1, no weights.)
+float make_qx_quants(int n, int nmax, const float* x, int8_t* levels) {
+  const float max = signed_absmax(x, n);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) levels[i] = 0;
     return 0.0f;
   }
@@ -77,15 +83,8 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* levels) {
 // Symmetric 3-bit quantization with iterative refinement of single levels (ggml's
 // make_q3_quants with do_rmse). Levels are stored with +nmax.
 float make_q3_quants(int n, int nmax, const float* x, int8_t* levels) {
-  float max = 0.0f, amax = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = signed_absmax(x, n);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) levels[i] = 0;
     return 0.0f;
   }
@@ -314,15 +313,8 @@ void quantize_row_q3_k(std::span<const float> x_row, std::span<BlockQ3_K> y) {
     BlockQ3_K& b = y[i];
     int8_t levels[kQK];
     float scales[16];
-    float max_scale = 0.0f, amax = 0.0f;
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = make_q3_quants(16, 4, x + 16 * j, levels + 16 * j);
-      const float scale = std::fabs(scales[j]);
-      if (scale > amax) {
-        amax = scale;
-        max_scale = scales[j];
-      }
-    }
+    for (int j = 0; j < 16; ++j) scales[j] = make_q3_quants(16, 4, x + 16 * j, levels + 16 * j);
+    const float max_scale = signed_absmax(scales, 16);
     std::memset(b.scales, 0, kKScaleBytes);
     if (max_scale != 0.0f) {
       const float iscale = -32.0f / max_scale;
@@ -411,16 +403,9 @@ void quantize_row_q6_k(std::span<const float> x_row, std::span<BlockQ6_K> y) {
     BlockQ6_K& b = y[i];
     int8_t levels[kQK];
     float scales[16];
-    float max_scale = 0.0f, max_abs_scale = 0.0f;
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = make_qx_quants(16, 32, x + 16 * j, levels + 16 * j);
-      const float abs_scale = std::fabs(scales[j]);
-      if (abs_scale > max_abs_scale) {
-        max_abs_scale = abs_scale;
-        max_scale = scales[j];
-      }
-    }
-    if (max_abs_scale < kGroupMaxEps) {
+    for (int j = 0; j < 16; ++j) scales[j] = make_qx_quants(16, 32, x + 16 * j, levels + 16 * j);
+    const float max_scale = signed_absmax(scales, 16);
+    if (std::fabs(max_scale) < kGroupMaxEps) {
       std::memset(&b, 0, sizeof(b));
       continue;
     }
@@ -456,15 +441,8 @@ void quantize_row_q8_k(std::span<const float> x_row, std::span<BlockQ8_K> y) {
   for (size_t i = 0; i < y.size(); ++i) {
     const float* x = x_row.data() + i * kSuperBlockElements;
     BlockQ8_K& b = y[i];
-    float max = 0.0f, amax = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      const float ax = std::fabs(x[j]);
-      if (ax > amax) {
-        amax = ax;
-        max = x[j];
-      }
-    }
-    if (amax == 0.0f) {
+    const float max = signed_absmax(x, kQK);
+    if (max == 0.0f) {
       std::memset(&b, 0, sizeof(b));
       continue;
     }

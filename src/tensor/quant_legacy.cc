@@ -129,20 +129,10 @@ void quantize_row_q5_1(std::span<const float> x, std::span<BlockQ5_1> y) {
   }
 }
 
-void quantize_row_q8_0(std::span<const float> x, std::span<BlockQ8_0> y) {
-  check_sizes(x.size(), y.size());
-  for (size_t i = 0; i < y.size(); ++i) {
-    const float* xb = x.data() + i * kQK;
-    const float d = absmax(xb) / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = f32_to_f16(d);
-    for (size_t j = 0; j < kQK; ++j) {
-      y[i].qs[j] = static_cast<int8_t>(round_away_clamped(xb[j] * id, -128, 127));
-    }
-  }
-}
-
-void quantize_row_q8_1(std::span<const float> x, std::span<BlockQ8_1> y) {
+// Q8_0 and Q8_1: d = amax / 127, q = round(x / d) (half away from zero, like roundf); Q8_1
+// also stores s = d * sum(q).
+template <typename Block>
+void quantize_q8(std::span<const float> x, std::span<Block> y) {
   check_sizes(x.size(), y.size());
   for (size_t i = 0; i < y.size(); ++i) {
     const float* xb = x.data() + i * kQK;
@@ -154,9 +144,12 @@ void quantize_row_q8_1(std::span<const float> x, std::span<BlockQ8_1> y) {
       y[i].qs[j] = static_cast<int8_t>(round_away_clamped(xb[j] * id, -128, 127));
       sum += y[i].qs[j];
     }
-    y[i].s = f32_to_f16(static_cast<float>(sum) * d);
+    if constexpr (requires { y[i].s; }) y[i].s = f32_to_f16(static_cast<float>(sum) * d);
   }
 }
+
+void quantize_row_q8_0(std::span<const float> x, std::span<BlockQ8_0> y) { quantize_q8(x, y); }
+void quantize_row_q8_1(std::span<const float> x, std::span<BlockQ8_1> y) { quantize_q8(x, y); }
 
 void dequantize_row_q4_0(std::span<const BlockQ4_0> x, std::span<float> y) {
   check_sizes(y.size(), x.size());
@@ -202,7 +195,8 @@ void dequantize_row_q5_1(std::span<const BlockQ5_1> x, std::span<float> y) {
   }
 }
 
-void dequantize_row_q8_0(std::span<const BlockQ8_0> x, std::span<float> y) {
+template <typename Block>
+void dequantize_q8(std::span<const Block> x, std::span<float> y) {
   check_sizes(y.size(), x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     const float d = f16_to_f32(x[i].d);
@@ -210,12 +204,7 @@ void dequantize_row_q8_0(std::span<const BlockQ8_0> x, std::span<float> y) {
   }
 }
 
-void dequantize_row_q8_1(std::span<const BlockQ8_1> x, std::span<float> y) {
-  check_sizes(y.size(), x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float d = f16_to_f32(x[i].d);
-    for (size_t j = 0; j < kQK; ++j) y[i * kQK + j] = static_cast<float>(x[i].qs[j]) * d;
-  }
-}
+void dequantize_row_q8_0(std::span<const BlockQ8_0> x, std::span<float> y) { dequantize_q8(x, y); }
+void dequantize_row_q8_1(std::span<const BlockQ8_1> x, std::span<float> y) { dequantize_q8(x, y); }
 
 }  // namespace synapse

@@ -92,39 +92,38 @@ struct Q3K {
   }
 };
 
+// Q4_K (quants at 16) and Q5_K (fifth bits at 16, quants at 48): sub-block 2g holds the low
+// nibbles of qs[32g..32g+31], sub-block 2g+1 the high ones; Q5_K adds 16 where bit 2g (or
+// 2g+1) of qh[l] is set.
+template <bool kFifthBit>
+void unpack_k4(const uint8_t* b, Unpacked& u) {
+  const uint8_t* qs = b + (kFifthBit ? 48 : 16);
+  const __m256i qh = kFifthBit ? load_256(b + 16) : _mm256_setzero_si256();
+  for (int g = 0; g < 4; ++g) {
+    const __m256i v = load_256(qs + 32 * g);
+    __m256i lo = shift_mask(v, 0, 0x0F), hi = shift_mask(v, 4, 0x0F);
+    if constexpr (kFifthBit) {
+      lo = _mm256_or_si256(lo, _mm256_slli_epi16(shift_mask(qh, 2 * g, 1), 4));
+      hi = _mm256_or_si256(hi, _mm256_slli_epi16(shift_mask(qh, 2 * g + 1, 1), 4));
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g), lo);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g + 32), hi);
+  }
+  unpack_k4_scales(b + 4, u);
+  u.d = f16_to_f32(load_u16(b));
+  u.dmin = f16_to_f32(load_u16(b + 2));
+}
+
 struct Q4K {
   static constexpr size_t kBytes = 144;
   static constexpr int kOffset = 0;
-  static void unpack(const uint8_t* b, Unpacked& u) {
-    for (int g = 0; g < 4; ++g) {
-      const __m256i v = load_256(b + 16 + 32 * g);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g), shift_mask(v, 0, 0x0F));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g + 32), shift_mask(v, 4, 0x0F));
-    }
-    unpack_k4_scales(b + 4, u);
-    u.d = f16_to_f32(load_u16(b));
-    u.dmin = f16_to_f32(load_u16(b + 2));
-  }
+  static void unpack(const uint8_t* b, Unpacked& u) { unpack_k4<false>(b, u); }
 };
 
 struct Q5K {
   static constexpr size_t kBytes = 176;
   static constexpr int kOffset = 0;
-  static void unpack(const uint8_t* b, Unpacked& u) {
-    const __m256i qh = load_256(b + 16);
-    for (int g = 0; g < 4; ++g) {
-      const __m256i v = load_256(b + 48 + 32 * g);
-      const __m256i lo_high = _mm256_slli_epi16(shift_mask(qh, 2 * g, 1), 4);
-      const __m256i hi_high = _mm256_slli_epi16(shift_mask(qh, 2 * g + 1, 1), 4);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g),
-                         _mm256_or_si256(shift_mask(v, 0, 0x0F), lo_high));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 64 * g + 32),
-                         _mm256_or_si256(shift_mask(v, 4, 0x0F), hi_high));
-    }
-    unpack_k4_scales(b + 4, u);
-    u.d = f16_to_f32(load_u16(b));
-    u.dmin = f16_to_f32(load_u16(b + 2));
-  }
+  static void unpack(const uint8_t* b, Unpacked& u) { unpack_k4<true>(b, u); }
 };
 
 struct Q6K {

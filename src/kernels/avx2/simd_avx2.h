@@ -20,6 +20,18 @@ inline float scalar_exp(float x) { return __builtin_expf(x); }
 inline float scalar_tanh(float x) { return __builtin_tanhf(x); }
 inline double scalar_sqrt(double x) { return __builtin_sqrt(x); }
 
+// Runs fn.template operator()<C>(c) over column blocks [c, c + C) of n_cols: blocks of kMax,
+// then of 2, then single columns (the register-blocked kernels are instantiated for those C).
+template <size_t kMax, typename Fn>
+inline void for_column_blocks(size_t n_cols, Fn&& fn) {
+  size_t c = 0;
+  for (; c + kMax <= n_cols; c += kMax) fn.template operator()<kMax>(c);
+  if constexpr (kMax > 2) {
+    for (; c + 2 <= n_cols; c += 2) fn.template operator()<2>(c);
+  }
+  for (; c < n_cols; ++c) fn.template operator()<1>(c);
+}
+
 inline float hsum(__m256 v) {
   const __m128 lo = _mm256_castps256_ps128(v);
   const __m128 hi = _mm256_extractf128_ps(v, 1);

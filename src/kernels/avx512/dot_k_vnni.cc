@@ -64,6 +64,16 @@ inline __m512i k4_scales_mins(const uint8_t* s) {
   return _mm512_cvtepu8_epi32(bytes);
 }
 
+// The low and high nibbles of 128 bytes of Q4_K/Q5_K quants as the four chunks.
+inline void k4_nibble_chunks(const uint8_t* qs, __m512i (&levels)[4]) {
+  const __m512i mask = _mm512_set1_epi8(0x0F);
+  const __m512i a = _mm512_loadu_si512(qs), c = _mm512_loadu_si512(qs + 64);
+  levels[0] = _mm512_and_si512(a, mask);
+  levels[1] = _mm512_and_si512(_mm512_srli_epi16(a, 4), mask);
+  levels[2] = _mm512_and_si512(c, mask);
+  levels[3] = _mm512_and_si512(_mm512_srli_epi16(c, 4), mask);
+}
+
 struct Q4K {
   static constexpr size_t kBytes = 144;
   static constexpr int kOffset = 0;
@@ -73,12 +83,7 @@ struct Q4K {
   static __m512i lane_subblock(size_t j) { return k4_lane_subblock(j); }
   static void unpack(const uint8_t* b, __m512i (&levels)[4], __m512i& scales, float& d,
                      float& dmin) {
-    const __m512i mask = _mm512_set1_epi8(0x0F);
-    const __m512i a = _mm512_loadu_si512(b + 16), c = _mm512_loadu_si512(b + 80);
-    levels[0] = _mm512_and_si512(a, mask);
-    levels[1] = _mm512_and_si512(_mm512_srli_epi16(a, 4), mask);
-    levels[2] = _mm512_and_si512(c, mask);
-    levels[3] = _mm512_and_si512(_mm512_srli_epi16(c, 4), mask);
+    k4_nibble_chunks(b + 16, levels);
     scales = k4_scales_mins(b + 4);
     d = f16_to_f32(load_u16(b));
     dmin = f16_to_f32(load_u16(b + 2));
@@ -94,12 +99,7 @@ struct Q5K {
   static __m512i lane_subblock(size_t j) { return k4_lane_subblock(j); }
   static void unpack(const uint8_t* b, __m512i (&levels)[4], __m512i& scales, float& d,
                      float& dmin) {
-    const __m512i mask = _mm512_set1_epi8(0x0F);
-    const __m512i a = _mm512_loadu_si512(b + 48), c = _mm512_loadu_si512(b + 112);
-    levels[0] = _mm512_and_si512(a, mask);
-    levels[1] = _mm512_and_si512(_mm512_srli_epi16(a, 4), mask);
-    levels[2] = _mm512_and_si512(c, mask);
-    levels[3] = _mm512_and_si512(_mm512_srli_epi16(c, 4), mask);
+    k4_nibble_chunks(b + 48, levels);
     scales = k4_scales_mins(b + 4);
     d = f16_to_f32(load_u16(b));
     dmin = f16_to_f32(load_u16(b + 2));
@@ -308,26 +308,12 @@ void row_kernel(const uint8_t* w, size_t n_blocks, const uint8_t* x, size_t x_st
 template <typename W>
 void dot(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
-  const size_t x_stride = t.x_stride;
-  size_t c = 0;
-  for (; c + kMaxColumns <= t.n_cols; c += kMaxColumns) {
+  for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
     for (size_t r = 0; r < t.n_rows; ++r) {
-      row_kernel<W, kMaxColumns>(t.w + r * t.w_stride, n_blocks, t.x + c * x_stride, x_stride,
-                                 t.y + c * t.y_stride + r, t.y_stride);
-    }
-  }
-  for (; c + 2 <= t.n_cols; c += 2) {
-    for (size_t r = 0; r < t.n_rows; ++r) {
-      row_kernel<W, 2>(t.w + r * t.w_stride, n_blocks, t.x + c * x_stride, x_stride,
+      row_kernel<W, C>(t.w + r * t.w_stride, n_blocks, t.x + c * t.x_stride, t.x_stride,
                        t.y + c * t.y_stride + r, t.y_stride);
     }
-  }
-  for (; c < t.n_cols; ++c) {
-    for (size_t r = 0; r < t.n_rows; ++r) {
-      row_kernel<W, 1>(t.w + r * t.w_stride, n_blocks, t.x + c * x_stride, x_stride,
-                       t.y + c * t.y_stride + r, t.y_stride);
-    }
-  }
+  });
 }
 
 template <typename W>

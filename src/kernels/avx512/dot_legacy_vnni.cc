@@ -234,25 +234,12 @@ template <typename W>
 void dot(const DotTile& t) {
   const PreparedLayout<W> l(t.k);
   const Indices<W> ix;
-  size_t c = 0;
-  for (; c + kMaxColumns <= t.n_cols; c += kMaxColumns) {
+  for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
     for (size_t r = 0; r < t.n_rows; ++r) {
-      row_kernel<W, kMaxColumns>(t.w + r * t.w_stride, t.x + c * t.x_stride, t.x_stride, l, ix,
-                                 t.y + c * t.y_stride + r, t.y_stride);
-    }
-  }
-  for (; c + 2 <= t.n_cols; c += 2) {
-    for (size_t r = 0; r < t.n_rows; ++r) {
-      row_kernel<W, 2>(t.w + r * t.w_stride, t.x + c * t.x_stride, t.x_stride, l, ix,
+      row_kernel<W, C>(t.w + r * t.w_stride, t.x + c * t.x_stride, t.x_stride, l, ix,
                        t.y + c * t.y_stride + r, t.y_stride);
     }
-  }
-  for (; c < t.n_cols; ++c) {
-    for (size_t r = 0; r < t.n_rows; ++r) {
-      row_kernel<W, 1>(t.w + r * t.w_stride, t.x + c * t.x_stride, t.x_stride, l, ix,
-                       t.y + c * t.y_stride + r, t.y_stride);
-    }
-  }
+  });
 }
 
 template <typename W>

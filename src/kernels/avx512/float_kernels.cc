@@ -75,19 +75,12 @@ void row_dot(const uint8_t* w, const uint8_t* x, size_t x_stride, size_t k, floa
 
 template <typename W>
 void dot(const DotTile& t) {
-  size_t c = 0;
-  for (; c + 4 <= t.n_cols; c += 4) {
+  for_column_blocks<4>(t.n_cols, [&]<size_t C>(size_t c) {
     for (size_t r = 0; r < t.n_rows; ++r) {
-      row_dot<W, 4>(t.w + r * t.w_stride, t.x + c * t.x_stride, t.x_stride, t.k,
+      row_dot<W, C>(t.w + r * t.w_stride, t.x + c * t.x_stride, t.x_stride, t.k,
                     t.y + c * t.y_stride + r, t.y_stride);
     }
-  }
-  for (; c < t.n_cols; ++c) {
-    for (size_t r = 0; r < t.n_rows; ++r) {
-      row_dot<W, 1>(t.w + r * t.w_stride, t.x + c * t.x_stride, t.x_stride, t.k,
-                    t.y + c * t.y_stride + r, t.y_stride);
-    }
-  }
+  });
 }
 
 // --- Prefill --------------------------------------------------------------------------------

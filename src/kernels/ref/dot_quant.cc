@@ -41,79 +41,55 @@ void block_sums(const BlockQ8_0& x, Value value, int32_t& sum_qx, int32_t& sum_x
   }
 }
 
-template <bool kMagnitude>
-float dot_q8_0(const uint8_t* w_row, const uint8_t* x_row, size_t k) {
-  const auto* w = reinterpret_cast<const BlockQ8_0*>(w_row);
+// One weight type's blocks against Q8_0 activations: d * dx * sum(q * qx), plus
+// m * dx * sum(qx) for the types with a min (x = d * q + m).
+template <bool kMagnitude, typename Block, typename Value>
+float dot_legacy(const uint8_t* w_row, const uint8_t* x_row, size_t k, Value value) {
+  const auto* w = reinterpret_cast<const Block*>(w_row);
   const auto* x = reinterpret_cast<const BlockQ8_0*>(x_row);
   float acc = 0.0f;
   for (size_t b = 0; b < k / kQK; ++b) {
     int32_t sum_qx = 0, sum_x = 0;
     block_sums<kMagnitude>(
-        x[b], [&](int j) { return static_cast<int32_t>(w[b].qs[j]); }, sum_qx, sum_x);
-    acc += static_cast<float>(sum_qx) * term<kMagnitude>(f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
-  }
-  return acc;
-}
-
-template <bool kMagnitude>
-float dot_q4_0(const uint8_t* w_row, const uint8_t* x_row, size_t k) {
-  const auto* w = reinterpret_cast<const BlockQ4_0*>(w_row);
-  const auto* x = reinterpret_cast<const BlockQ8_0*>(x_row);
-  float acc = 0.0f;
-  for (size_t b = 0; b < k / kQK; ++b) {
-    int32_t sum_qx = 0, sum_x = 0;
-    block_sums<kMagnitude>(
-        x[b], [&](int j) { return q4_value(w[b].qs, j) - 8; }, sum_qx, sum_x);
-    acc += static_cast<float>(sum_qx) * term<kMagnitude>(f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
-  }
-  return acc;
-}
-
-template <bool kMagnitude>
-float dot_q5_0(const uint8_t* w_row, const uint8_t* x_row, size_t k) {
-  const auto* w = reinterpret_cast<const BlockQ5_0*>(w_row);
-  const auto* x = reinterpret_cast<const BlockQ8_0*>(x_row);
-  float acc = 0.0f;
-  for (size_t b = 0; b < k / kQK; ++b) {
-    int32_t sum_qx = 0, sum_x = 0;
-    block_sums<kMagnitude>(
-        x[b], [&](int j) { return q5_value(w[b].qs, w[b].qh, j) - 16; }, sum_qx, sum_x);
-    acc += static_cast<float>(sum_qx) * term<kMagnitude>(f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
-  }
-  return acc;
-}
-
-// x = d * q + m: d * dx * sum(q * qx) + m * dx * sum(qx).
-template <bool kMagnitude>
-float dot_q4_1(const uint8_t* w_row, const uint8_t* x_row, size_t k) {
-  const auto* w = reinterpret_cast<const BlockQ4_1*>(w_row);
-  const auto* x = reinterpret_cast<const BlockQ8_0*>(x_row);
-  float acc = 0.0f;
-  for (size_t b = 0; b < k / kQK; ++b) {
-    int32_t sum_qx = 0, sum_x = 0;
-    block_sums<kMagnitude>(
-        x[b], [&](int j) { return q4_value(w[b].qs, j); }, sum_qx, sum_x);
+        x[b], [&](int j) { return value(w[b], j); }, sum_qx, sum_x);
     const float dx = f16_to_f32(x[b].d);
-    acc += static_cast<float>(sum_qx) * term<kMagnitude>(f16_to_f32(w[b].d) * dx) +
-           static_cast<float>(sum_x) * term<kMagnitude>(f16_to_f32(w[b].m) * dx);
+    float block = static_cast<float>(sum_qx) * term<kMagnitude>(f16_to_f32(w[b].d) * dx);
+    if constexpr (requires { w[b].m; }) {
+      block += static_cast<float>(sum_x) * term<kMagnitude>(f16_to_f32(w[b].m) * dx);
+    }
+    acc += block;
   }
   return acc;
 }
 
 template <bool kMagnitude>
-float dot_q5_1(const uint8_t* w_row, const uint8_t* x_row, size_t k) {
-  const auto* w = reinterpret_cast<const BlockQ5_1*>(w_row);
-  const auto* x = reinterpret_cast<const BlockQ8_0*>(x_row);
-  float acc = 0.0f;
-  for (size_t b = 0; b < k / kQK; ++b) {
-    int32_t sum_qx = 0, sum_x = 0;
-    block_sums<kMagnitude>(
-        x[b], [&](int j) { return q5_value(w[b].qs, w[b].qh, j); }, sum_qx, sum_x);
-    const float dx = f16_to_f32(x[b].d);
-    acc += static_cast<float>(sum_qx) * term<kMagnitude>(f16_to_f32(w[b].d) * dx) +
-           static_cast<float>(sum_x) * term<kMagnitude>(f16_to_f32(w[b].m) * dx);
-  }
-  return acc;
+float dot_q8_0(const uint8_t* w, const uint8_t* x, size_t k) {
+  return dot_legacy<kMagnitude, BlockQ8_0>(
+      w, x, k, [](const BlockQ8_0& b, int j) { return static_cast<int32_t>(b.qs[j]); });
+}
+
+template <bool kMagnitude>
+float dot_q4_0(const uint8_t* w, const uint8_t* x, size_t k) {
+  return dot_legacy<kMagnitude, BlockQ4_0>(
+      w, x, k, [](const BlockQ4_0& b, int j) { return q4_value(b.qs, j) - 8; });
+}
+
+template <bool kMagnitude>
+float dot_q4_1(const uint8_t* w, const uint8_t* x, size_t k) {
+  return dot_legacy<kMagnitude, BlockQ4_1>(
+      w, x, k, [](const BlockQ4_1& b, int j) { return q4_value(b.qs, j); });
+}
+
+template <bool kMagnitude>
+float dot_q5_0(const uint8_t* w, const uint8_t* x, size_t k) {
+  return dot_legacy<kMagnitude, BlockQ5_0>(
+      w, x, k, [](const BlockQ5_0& b, int j) { return q5_value(b.qs, b.qh, j) - 16; });
+}
+
+template <bool kMagnitude>
+float dot_q5_1(const uint8_t* w, const uint8_t* x, size_t k) {
+  return dot_legacy<kMagnitude, BlockQ5_1>(
+      w, x, k, [](const BlockQ5_1& b, int j) { return q5_value(b.qs, b.qh, j); });
 }
 
 // --- K-quants against Q8_K ------------------------------------------------------------------
@@ -180,36 +156,30 @@ float dot_q3_k(const uint8_t* w, const uint8_t* x, size_t k) {
       [](const BlockQ3_K& /*b*/, int s) { return no_min(s); });
 }
 
+// Q4_K and Q5_K: six-bit scale and min of sub-block s.
+template <typename Block>
+int k4_scale(const Block& b, int s) {
+  int scale = 0, min = 0;
+  k4_scale_min(b.scales, s, scale, min);
+  return scale;
+}
+template <typename Block>
+int k4_min(const Block& b, int s) {
+  int scale = 0, min = 0;
+  k4_scale_min(b.scales, s, scale, min);
+  return min;
+}
+
 template <bool kMagnitude>
 float dot_q4_k(const uint8_t* w, const uint8_t* x, size_t k) {
-  return dot_k<kMagnitude, BlockQ4_K>(
-      w, x, k, 32, [](const BlockQ4_K& b, int e) { return q4_k_value(b, e); },
-      [](const BlockQ4_K& b, int s) {
-        int scale = 0, min = 0;
-        k4_scale_min(b.scales, s, scale, min);
-        return scale;
-      },
-      [](const BlockQ4_K& b, int s) {
-        int scale = 0, min = 0;
-        k4_scale_min(b.scales, s, scale, min);
-        return min;
-      });
+  return dot_k<kMagnitude, BlockQ4_K>(w, x, k, 32, q4_k_value, k4_scale<BlockQ4_K>,
+                                      k4_min<BlockQ4_K>);
 }
 
 template <bool kMagnitude>
 float dot_q5_k(const uint8_t* w, const uint8_t* x, size_t k) {
-  return dot_k<kMagnitude, BlockQ5_K>(
-      w, x, k, 32, [](const BlockQ5_K& b, int e) { return q5_k_value(b, e); },
-      [](const BlockQ5_K& b, int s) {
-        int scale = 0, min = 0;
-        k4_scale_min(b.scales, s, scale, min);
-        return scale;
-      },
-      [](const BlockQ5_K& b, int s) {
-        int scale = 0, min = 0;
-        k4_scale_min(b.scales, s, scale, min);
-        return min;
-      });
+  return dot_k<kMagnitude, BlockQ5_K>(w, x, k, 32, q5_k_value, k4_scale<BlockQ5_K>,
+                                      k4_min<BlockQ5_K>);
 }
 
 template <bool kMagnitude>
