@@ -55,78 +55,54 @@ void store_qh(uint32_t value, uint8_t qh[4]) { std::memcpy(qh, &value, sizeof(va
 
 }  // namespace
 
+// Q4_0/Q5_0 (symmetric: d = max / -2^(b-1), level = x / d + 2^(b-1)) and Q4_1/Q5_1 (d =
+// (max - min) / (2^b - 1), level = (x - min) / d, m = min), b = 4 or 5: the low four bits as
+// nibbles (element j low, j + 16 high), the fifth bits of Q5 in qh.
+template <typename Block, int kBits>
+void quantize_q45(std::span<const float> x, std::span<Block> y) {
+  constexpr bool kHasMin = requires(Block b) { b.m; };
+  constexpr int kMaxLevel = (1 << kBits) - 1;
+  constexpr auto kHalf = static_cast<float>(1 << (kBits - 1));
+  check_sizes(x.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float* xb = x.data() + i * kQK;
+    float min = 0.0f, max = 0.0f, d = 0.0f;
+    if constexpr (kHasMin) {
+      min_max(xb, min, max);
+      d = (max - min) / static_cast<float>(kMaxLevel);
+      y[i].m = f32_to_f16(min);
+    } else {
+      d = signed_absmax(xb) / -kHalf;
+    }
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_f16(d);
+    auto level = [&](float v) {
+      return kHasMin ? truncate_clamped((v - min) * id + 0.5f, 0, kMaxLevel)
+                     : truncate_clamped(v * id + (kHalf + 0.5f), 0, kMaxLevel);
+    };
+    uint32_t qh = 0;
+    for (size_t j = 0; j < kQK / 2; ++j) {
+      const int q0 = level(xb[j]);
+      const int q1 = level(xb[j + kQK / 2]);
+      y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= static_cast<uint32_t>(q0 >> 4) << j;
+      qh |= static_cast<uint32_t>(q1 >> 4) << (j + kQK / 2);
+    }
+    if constexpr (kBits == 5) store_qh(qh, y[i].qh);
+  }
+}
+
 void quantize_row_q4_0(std::span<const float> x, std::span<BlockQ4_0> y) {
-  check_sizes(x.size(), y.size());
-  for (size_t i = 0; i < y.size(); ++i) {
-    const float* xb = x.data() + i * kQK;
-    const float d = signed_absmax(xb) / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = f32_to_f16(d);
-    for (size_t j = 0; j < kQK / 2; ++j) {
-      const int q0 = truncate_clamped(xb[j] * id + 8.5f, 0, 15);
-      const int q1 = truncate_clamped(xb[j + kQK / 2] * id + 8.5f, 0, 15);
-      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
-  }
+  quantize_q45<BlockQ4_0, 4>(x, y);
 }
-
 void quantize_row_q4_1(std::span<const float> x, std::span<BlockQ4_1> y) {
-  check_sizes(x.size(), y.size());
-  for (size_t i = 0; i < y.size(); ++i) {
-    const float* xb = x.data() + i * kQK;
-    float min = 0.0f, max = 0.0f;
-    min_max(xb, min, max);
-    const float d = (max - min) / 15.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = f32_to_f16(d);
-    y[i].m = f32_to_f16(min);
-    for (size_t j = 0; j < kQK / 2; ++j) {
-      const int q0 = truncate_clamped((xb[j] - min) * id + 0.5f, 0, 15);
-      const int q1 = truncate_clamped((xb[j + kQK / 2] - min) * id + 0.5f, 0, 15);
-      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
-  }
+  quantize_q45<BlockQ4_1, 4>(x, y);
 }
-
 void quantize_row_q5_0(std::span<const float> x, std::span<BlockQ5_0> y) {
-  check_sizes(x.size(), y.size());
-  for (size_t i = 0; i < y.size(); ++i) {
-    const float* xb = x.data() + i * kQK;
-    const float d = signed_absmax(xb) / -16.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = f32_to_f16(d);
-    uint32_t qh = 0;
-    for (size_t j = 0; j < kQK / 2; ++j) {
-      const int q0 = truncate_clamped(xb[j] * id + 16.5f, 0, 31);
-      const int q1 = truncate_clamped(xb[j + kQK / 2] * id + 16.5f, 0, 31);
-      y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
-      qh |= static_cast<uint32_t>(q0 >> 4) << j;
-      qh |= static_cast<uint32_t>(q1 >> 4) << (j + kQK / 2);
-    }
-    store_qh(qh, y[i].qh);
-  }
+  quantize_q45<BlockQ5_0, 5>(x, y);
 }
-
 void quantize_row_q5_1(std::span<const float> x, std::span<BlockQ5_1> y) {
-  check_sizes(x.size(), y.size());
-  for (size_t i = 0; i < y.size(); ++i) {
-    const float* xb = x.data() + i * kQK;
-    float min = 0.0f, max = 0.0f;
-    min_max(xb, min, max);
-    const float d = (max - min) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = f32_to_f16(d);
-    y[i].m = f32_to_f16(min);
-    uint32_t qh = 0;
-    for (size_t j = 0; j < kQK / 2; ++j) {
-      const int q0 = truncate_clamped((xb[j] - min) * id + 0.5f, 0, 31);
-      const int q1 = truncate_clamped((xb[j + kQK / 2] - min) * id + 0.5f, 0, 31);
-      y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
-      qh |= static_cast<uint32_t>(q0 >> 4) << j;
-      qh |= static_cast<uint32_t>(q1 >> 4) << (j + kQK / 2);
-    }
-    store_qh(qh, y[i].qh);
-  }
+  quantize_q45<BlockQ5_1, 5>(x, y);
 }
 
 // Q8_0 and Q8_1: d = amax / 127, q = round(x / d) (half away from zero, like roundf); Q8_1

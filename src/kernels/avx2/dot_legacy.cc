@@ -17,7 +17,17 @@ constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
 
 // The unsigned levels of one weight block as 32 bytes in element order, its scale and (for the
 // types with a min) its offset value, and the level that represents zero (kOffset).
+// Q8_0 weights are signed: |w| is the unsigned operand and the activation takes w's sign.
+struct Q8_0 {
+  static constexpr size_t kBytes = 34;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kSigned = true;
+  static __m256i levels(const uint8_t* b) { return load_256(b + 2); }
+  static float min(const uint8_t* /*b*/) { return 0.0f; }
+};
 struct Q4_0 {
+  static constexpr bool kSigned = false;
   static constexpr size_t kBytes = 18;
   static constexpr int kOffset = 8;
   static constexpr bool kHasMin = false;
@@ -25,6 +35,7 @@ struct Q4_0 {
   static float min(const uint8_t* /*b*/) { return 0.0f; }
 };
 struct Q4_1 {
+  static constexpr bool kSigned = false;
   static constexpr size_t kBytes = 20;
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
@@ -32,6 +43,7 @@ struct Q4_1 {
   static float min(const uint8_t* b) { return f16_to_f32(load_u16(b + 2)); }
 };
 struct Q5_0 {
+  static constexpr bool kSigned = false;
   static constexpr size_t kBytes = 22;
   static constexpr int kOffset = 16;
   static constexpr bool kHasMin = false;
@@ -42,6 +54,7 @@ struct Q5_0 {
   static float min(const uint8_t* /*b*/) { return 0.0f; }
 };
 struct Q5_1 {
+  static constexpr bool kSigned = false;
   static constexpr size_t kBytes = 24;
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
@@ -53,8 +66,8 @@ struct Q5_1 {
 };
 
 template <typename W, size_t R, size_t C>
-void unsigned_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride,
-                     size_t n_blocks, float* y, size_t y_stride) {
+void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride,
+                  size_t n_blocks, float* y, size_t y_stride) {
   __m256 acc[R][C];
   for (size_t r = 0; r < R; ++r) {
     for (size_t c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -80,53 +93,18 @@ void unsigned_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t
     for (size_t r = 0; r < R; ++r) {
       const uint8_t* wb = w + r * w_stride + b * W::kBytes;
       const __m256i q = W::levels(wb);
+      const __m256i q_unsigned = W::kSigned ? _mm256_abs_epi8(q) : q;
       const float dw = f16_to_f32(load_u16(wb));
 #pragma GCC unroll 8
       for (size_t c = 0; c < C; ++c) {
-        __m256i pairs = _mm256_maddubs_epi16(q, xq[c]);
+        __m256i pairs =
+            _mm256_maddubs_epi16(q_unsigned, W::kSigned ? _mm256_sign_epi8(xq[c], q) : xq[c]);
         if constexpr (W::kOffset != 0) pairs = _mm256_sub_epi16(pairs, x_offset[c]);
         const __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones16));
         acc[r][c] = _mm256_fmadd_ps(sum, _mm256_set1_ps(dw * dx[c]), acc[r][c]);
         if constexpr (W::kHasMin) {
           acc[r][c] = _mm256_fmadd_ps(x_sum[c], _mm256_set1_ps(W::min(wb) * dx[c]), acc[r][c]);
         }
-      }
-    }
-  }
-  for (size_t r = 0; r < R; ++r) {
-    for (size_t c = 0; c < C; ++c) y[c * y_stride + r] = hsum(acc[r][c]);
-  }
-}
-
-// Q8_0 weights are signed: |w| as the unsigned operand, the activation takes w's sign.
-template <size_t R, size_t C>
-void q8_0_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride,
-                 size_t n_blocks, float* y, size_t y_stride) {
-  __m256 acc[R][C];
-  for (size_t r = 0; r < R; ++r) {
-    for (size_t c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
-  const __m256i ones16 = _mm256_set1_epi16(1);
-  for (size_t b = 0; b < n_blocks; ++b) {
-    __m256i xq[C];
-    float dx[C];
-#pragma GCC unroll 8
-    for (size_t c = 0; c < C; ++c) {
-      const uint8_t* xb = x + c * x_stride + b * kQ8Bytes;
-      dx[c] = f16_to_f32(load_u16(xb));
-      xq[c] = load_256(xb + 2);
-    }
-#pragma GCC unroll 8
-    for (size_t r = 0; r < R; ++r) {
-      const uint8_t* wb = w + r * w_stride + b * kQ8Bytes;
-      const __m256i q = load_256(wb + 2);
-      const __m256i q_abs = _mm256_abs_epi8(q);
-      const float dw = f16_to_f32(load_u16(wb));
-#pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) {
-        const __m256i pairs = _mm256_maddubs_epi16(q_abs, _mm256_sign_epi8(xq[c], q));
-        const __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones16));
-        acc[r][c] = _mm256_fmadd_ps(sum, _mm256_set1_ps(dw * dx[c]), acc[r][c]);
       }
     }
   }
@@ -165,22 +143,18 @@ void run_tiles(const DotTile& t, Kernel k22, Kernel k12, Kernel k11) {
 }
 
 template <typename W>
-void dot_unsigned(const DotTile& t) {
-  run_tiles(t, unsigned_kernel<W, 2, 2>, unsigned_kernel<W, 1, 2>, unsigned_kernel<W, 1, 1>);
-}
-
-void dot_q8_0(const DotTile& t) {
-  run_tiles(t, q8_0_kernel<2, 2>, q8_0_kernel<1, 2>, q8_0_kernel<1, 1>);
+void dot(const DotTile& t) {
+  run_tiles(t, block_kernel<W, 2, 2>, block_kernel<W, 1, 2>, block_kernel<W, 1, 1>);
 }
 
 }  // namespace
 
 void fill_legacy_dots(KernelTable& table) {
-  table.weights[static_cast<uint32_t>(TensorType::kQ8_0)].dot = dot_q8_0;
-  table.weights[static_cast<uint32_t>(TensorType::kQ4_0)].dot = dot_unsigned<Q4_0>;
-  table.weights[static_cast<uint32_t>(TensorType::kQ4_1)].dot = dot_unsigned<Q4_1>;
-  table.weights[static_cast<uint32_t>(TensorType::kQ5_0)].dot = dot_unsigned<Q5_0>;
-  table.weights[static_cast<uint32_t>(TensorType::kQ5_1)].dot = dot_unsigned<Q5_1>;
+  table.weights[static_cast<uint32_t>(TensorType::kQ8_0)].dot = dot<Q8_0>;
+  table.weights[static_cast<uint32_t>(TensorType::kQ4_0)].dot = dot<Q4_0>;
+  table.weights[static_cast<uint32_t>(TensorType::kQ4_1)].dot = dot<Q4_1>;
+  table.weights[static_cast<uint32_t>(TensorType::kQ5_0)].dot = dot<Q5_0>;
+  table.weights[static_cast<uint32_t>(TensorType::kQ5_1)].dot = dot<Q5_1>;
 }
 
 }  // namespace synapse::avx2

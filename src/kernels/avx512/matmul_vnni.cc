@@ -381,21 +381,13 @@ void tile(const DotTile& t, uint8_t* scratch) {
     const size_t rows = t.n_rows - i * kRows < kRows ? t.n_rows - i * kRows : kRows;
     pack_rows<W>(t.w + i * kRows * t.w_stride, t.w_stride, rows, t.k, scratch + i * packed_bytes);
   }
-  size_t c = 0;
-  for (; c + kColumns <= t.n_cols; c += kColumns) {
+  for_column_blocks<kColumns>(t.n_cols, [&]<size_t C>(size_t c) {
     for (size_t i = 0; i < n_sub_tiles; ++i) {
       const size_t rows = t.n_rows - i * kRows < kRows ? t.n_rows - i * kRows : kRows;
-      micro_kernel<W, kColumns>(scratch + i * packed_bytes, rows, t.x + c * t.x_stride, t.x_stride,
-                                p, t.k, t.y + c * t.y_stride + i * kRows, t.y_stride);
-    }
-  }
-  for (; c < t.n_cols; ++c) {
-    for (size_t i = 0; i < n_sub_tiles; ++i) {
-      const size_t rows = t.n_rows - i * kRows < kRows ? t.n_rows - i * kRows : kRows;
-      micro_kernel<W, 1>(scratch + i * packed_bytes, rows, t.x + c * t.x_stride, t.x_stride, p, t.k,
+      micro_kernel<W, C>(scratch + i * packed_bytes, rows, t.x + c * t.x_stride, t.x_stride, p, t.k,
                          t.y + c * t.y_stride + i * kRows, t.y_stride);
     }
-  }
+  });
 }
 
 template <typename W>
