@@ -3,7 +3,8 @@
 // unpacked into 256 unsigned levels plus sixteen 16-element sub-block scales and mins (the
 // per-type part), then one integer kernel serves every type and every activation column:
 //   sum_s scale_s * (sum_i q_i x_i - offset * bsum_s)  and  sum_s min_s * bsum_s,
-// exact in int32 (at most 16 * 128 * 16002 < 2^25), scaled by d and dmin in float.
+// exact in int32 (at most 16 * 128 * 16002 < 2^25), scaled by d and dmin in float. Nothing is
+// reduced horizontally until the end of a row.
 #include <cstring>
 
 #include "kernels/avx2/avx2_internal.h"
@@ -20,8 +21,8 @@ constexpr size_t kMaxColumns = 8;  // columns handled per pass over a row
 
 struct Unpacked {
   alignas(32) uint8_t q[kQK];
-  alignas(32) int16_t scale[16];
-  alignas(32) int16_t min[16];
+  __m256i scales;  // int16 per 16-element sub-block
+  __m256i mins;
   float d;
   float dmin;
 };
@@ -29,18 +30,15 @@ struct Unpacked {
 // Q4_K/Q5_K six-bit scales and mins of the eight 32-element sub-blocks, each written twice
 // (for the two 16-element halves).
 void unpack_k4_scales(const uint8_t* s, Unpacked& u) {
-  for (int j = 0; j < 8; ++j) {
-    int scale = 0, min = 0;
-    if (j < 4) {
-      scale = s[j] & 63;
-      min = s[j + 4] & 63;
-    } else {
-      scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-      min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-    u.scale[2 * j] = u.scale[2 * j + 1] = static_cast<int16_t>(scale);
-    u.min[2 * j] = u.min[2 * j + 1] = static_cast<int16_t>(min);
-  }
+  const uint32_t u0 = load_u32(s), u1 = load_u32(s + 4), u2 = load_u32(s + 8);
+  const uint32_t scale_lo = u0 & 0x3F3F3F3Fu;
+  const uint32_t min_lo = u1 & 0x3F3F3F3Fu;
+  const uint32_t scale_hi = (u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u);
+  const uint32_t min_hi = ((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u);
+  const __m128i bytes = _mm_setr_epi32(static_cast<int>(scale_lo), static_cast<int>(scale_hi),
+                                       static_cast<int>(min_lo), static_cast<int>(min_hi));
+  u.scales = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(bytes, bytes));
+  u.mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(bytes, bytes));
 }
 
 inline __m256i shift_mask(__m256i v, int shift, int mask) {
@@ -58,10 +56,10 @@ struct Q2K {
                            shift_mask(v, 2 * p, 3));
       }
     }
-    for (int s = 0; s < 16; ++s) {
-      u.scale[s] = static_cast<int16_t>(b[s] & 0x0F);
-      u.min[s] = static_cast<int16_t>(b[s] >> 4);
-    }
+    const __m256i packed =
+        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    u.scales = _mm256_and_si256(packed, _mm256_set1_epi16(0x0F));
+    u.mins = _mm256_srli_epi16(packed, 4);
     u.d = f16_to_f32(load_u16(b + 80));
     u.dmin = f16_to_f32(load_u16(b + 82));
   }
@@ -80,13 +78,17 @@ struct Q3K {
                            _mm256_or_si256(shift_mask(v, 2 * p, 3), high));
       }
     }
+    // Sixteen 6-bit scales: low nibbles in bytes 0-7 (two per byte), high bit pairs in 8-11.
     const uint8_t* s = b + 96;
-    for (int j = 0; j < 16; ++j) {
-      const int low = j < 8 ? (s[j] & 0x0F) : (s[j - 8] >> 4);
-      const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-      u.scale[j] = static_cast<int16_t>((low | (high << 4)) - 32);
-      u.min[j] = 0;
-    }
+    const uint32_t a0 = load_u32(s), a1 = load_u32(s + 4), tmp = load_u32(s + 8);
+    const uint32_t s0 = (a0 & 0x0F0F0F0Fu) | ((tmp & 0x03030303u) << 4);
+    const uint32_t s1 = (a1 & 0x0F0F0F0Fu) | (((tmp >> 2) & 0x03030303u) << 4);
+    const uint32_t s2 = ((a0 >> 4) & 0x0F0F0F0Fu) | (((tmp >> 4) & 0x03030303u) << 4);
+    const uint32_t s3 = ((a1 >> 4) & 0x0F0F0F0Fu) | (((tmp >> 6) & 0x03030303u) << 4);
+    const __m128i bytes = _mm_setr_epi32(static_cast<int>(s0), static_cast<int>(s1),
+                                         static_cast<int>(s2), static_cast<int>(s3));
+    u.scales = _mm256_sub_epi16(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(32));
+    u.mins = _mm256_setzero_si256();
     u.d = f16_to_f32(load_u16(b + 108));
     u.dmin = 0.0f;
   }
@@ -140,33 +142,38 @@ struct Q6K {
                            _mm256_or_si256(low, high));
       }
     }
-    for (int s = 0; s < 16; ++s) {
-      u.scale[s] = static_cast<int8_t>(b[192 + s]);
-      u.min[s] = 0;
-    }
+    u.scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)));
+    u.mins = _mm256_setzero_si256();
     u.d = f16_to_f32(load_u16(b + 208));
     u.dmin = 0.0f;
   }
 };
 
+// Chunk j (32 elements) of a super-block: [scale of sub-block 2j x 8, of 2j+1 x 8] as int16,
+// the factor vpmaddwd applies to the chunk's int16 pair sums.
+inline __m256i chunk_scales(__m256i scales, int j) {
+  const __m256i both = _mm256_permutevar8x32_epi32(scales, _mm256_set1_epi32(j));
+  const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  return _mm256_shuffle_epi8(both, spread);
+}
+
 template <typename W>
 void dot_k(const DotTile& t) {
+  constexpr int kOffsetShift = W::kOffset == 0 ? -1 : (W::kOffset == 4 ? 2 : 5);
+  static_assert(W::kOffset == 0 || W::kOffset == 4 || W::kOffset == 32, "offset is 4 or 32");
   const size_t n_blocks = t.k / kQK;
   Unpacked u;
   for (size_t c0 = 0; c0 < t.n_cols; c0 += kMaxColumns) {
     const size_t n_cols = t.n_cols - c0 < kMaxColumns ? t.n_cols - c0 : kMaxColumns;
     for (size_t r = 0; r < t.n_rows; ++r) {
-      __m256 acc[kMaxColumns];
-      float acc_scalar[kMaxColumns];
-      for (size_t c = 0; c < n_cols; ++c) {
-        acc[c] = _mm256_setzero_ps();
-        acc_scalar[c] = 0.0f;
-      }
+      __m256 acc[kMaxColumns], acc_min[kMaxColumns];
+      for (size_t c = 0; c < n_cols; ++c) acc[c] = acc_min[c] = _mm256_setzero_ps();
       for (size_t b = 0; b < n_blocks; ++b) {
-        const uint8_t* wb = t.w + r * t.w_stride + b * W::kBytes;
-        W::unpack(wb, u);
-        const __m256i scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.scale));
-        const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
+        W::unpack(t.w + r * t.w_stride + b * W::kBytes, u);
+        __m256i sc[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) sc[j] = chunk_scales(u.scales, j);
         for (size_t c = 0; c < n_cols; ++c) {
           const uint8_t* xb = t.x + (c0 + c) * t.x_stride + b * kQ8KBytes;
           float dx;
@@ -177,24 +184,20 @@ void dot_k(const DotTile& t) {
           for (int j = 0; j < 8; ++j) {
             const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * j));
             const __m256i pairs = _mm256_maddubs_epi16(q, load_256(xq + 32 * j));
-            // Lanes 0-7 belong to sub-block 2j, lanes 8-15 to 2j+1.
-            const __m256i sc = _mm256_setr_m128i(_mm_set1_epi16(u.scale[2 * j]),
-                                                 _mm_set1_epi16(u.scale[2 * j + 1]));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, sc));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, sc[j]));
           }
           const __m256i bsums = load_256(xb + 260);
-          int32_t correction = 0;
-          if constexpr (W::kOffset != 0) {
-            correction = W::kOffset * hsum_i32(_mm256_madd_epi16(bsums, scales));
+          if constexpr (kOffsetShift >= 0) {  // offset * sum_s scale_s * bsum_s
+            isum = _mm256_sub_epi32(
+                isum, _mm256_slli_epi32(_mm256_madd_epi16(bsums, u.scales), kOffsetShift));
           }
-          const int32_t min_sum = hsum_i32(_mm256_madd_epi16(bsums, mins));
           acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dx * u.d), acc[c]);
-          acc_scalar[c] -=
-              dx * u.d * static_cast<float>(correction) + dx * u.dmin * static_cast<float>(min_sum);
+          acc_min[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, u.mins)),
+                                       _mm256_set1_ps(dx * u.dmin), acc_min[c]);
         }
       }
       for (size_t c = 0; c < n_cols; ++c) {
-        t.y[(c0 + c) * t.y_stride + r] = hsum(acc[c]) + acc_scalar[c];
+        t.y[(c0 + c) * t.y_stride + r] = hsum(_mm256_sub_ps(acc[c], acc_min[c]));
       }
     }
   }

@@ -2,12 +2,12 @@
 // The reference kernels against the mathematics they implement (the SIMD variants are checked
 // against these in kernels_isa_test): RoPE angles, layouts and YaRN, softmax, norms, activations
 // and attention on inputs whose answers are known in closed form.
+#include "kernels/ref/ref_kernels.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
-
-#include "kernels/ref/ref_kernels.h"
 
 namespace synapse {
 namespace {
