@@ -11,6 +11,9 @@ constexpr size_t kScratchAlign = 64;
 // Rows per task of the streaming path: a multiple of every kernel's row blocking, small enough
 // to balance two to a few dozen threads on the smallest matrices (a few hundred rows).
 constexpr size_t kDotRowsPerTask = 32;
+// Large matrices get larger tasks (about this many per thread): each task is one contiguous run
+// of the weight stream, and a new run restarts the hardware prefetcher.
+constexpr size_t kDotTasksPerThread = 8;
 
 size_t align_up(size_t n) { return (n + kScratchAlign - 1) / kScratchAlign * kScratchAlign; }
 
@@ -102,10 +105,14 @@ void matmul(const KernelTable& kernels, const WeightMatrix& w, const float* x, s
     return;
   }
   const DotTileFn dot = path == DotPath::kF32 ? wk.dot_f32 : wk.dot;
-  const size_t n_tasks = (w.n_rows + kDotRowsPerTask - 1) / kDotRowsPerTask;
+  const size_t target = w.n_rows / (static_cast<size_t>(pool.size()) * kDotTasksPerThread);
+  const size_t rows_per_task = target <= kDotRowsPerTask ? kDotRowsPerTask
+                                                         : (target + kDotRowsPerTask - 1) /
+                                                               kDotRowsPerTask * kDotRowsPerTask;
+  const size_t n_tasks = (w.n_rows + rows_per_task - 1) / rows_per_task;
   pool.parallel_for(n_tasks, [&](size_t task, int /*thread*/) {
-    const size_t r0 = task * kDotRowsPerTask;
-    const size_t rows = w.n_rows - r0 < kDotRowsPerTask ? w.n_rows - r0 : kDotRowsPerTask;
+    const size_t r0 = task * rows_per_task;
+    const size_t rows = w.n_rows - r0 < rows_per_task ? w.n_rows - r0 : rows_per_task;
     dot(DotTile{w.data + r0 * w.row_stride, w.row_stride, rows, columns, column_stride, n_cols, w.k,
                 y + r0, y_stride});
   });
