@@ -24,6 +24,10 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 constexpr size_t kQK = 256;
 constexpr size_t kQ8KBytes = 292;  // float d, 256 int8, 16 int16 bsums
 constexpr size_t kMaxColumns = 4;
+// Decode reads two far-apart rows side by side and prefetches each this far ahead (see
+// dot_legacy_vnni.cc).
+constexpr size_t kStreams = 2;
+constexpr size_t kPrefetchBytes = 2048;
 
 // A prepared super-block: x (256, in the type's order), the 16 bsums (int16), d (float).
 struct Layout {
@@ -282,12 +286,79 @@ void row_kernel(const uint8_t* w, size_t n_blocks, const uint8_t* x, size_t x_st
   }
 }
 
+// Decode: R rows from far apart side by side, one column (R sequential streams in the
+// out-of-order window), each prefetched kPrefetchBytes ahead.
+template <typename W, size_t R>
+void rows_kernel(const uint8_t* const* w, size_t n_blocks, const uint8_t* x,
+                 const __m512i (&word_subblock)[4], float* const* y) {
+  __m512 acc[R];
+  __m256 acc_min[R];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < R; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    acc_min[r] = _mm256_setzero_ps();
+  }
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* xb = x + b * Layout::kBytes;
+    const __m256i bsums = _mm256_load_si256(reinterpret_cast<const __m256i*>(xb + Layout::kSums));
+    float dx;
+    std::memcpy(&dx, xb + Layout::kScale, sizeof(dx));
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      const uint8_t* wb = w[r] + b * W::kBytes;
+      for (size_t line = 0; line < W::kBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes + line), _MM_HINT_T0);
+      }
+      Unpacked u;
+      W::unpack(wb, u);
+      const __m512i scales = _mm512_zextsi256_si512(u.scales);
+      __m512i total = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (size_t j = 0; j < 4; ++j) {
+        const __m512i pairs = _mm512_maddubs_epi16(u.levels[j], _mm512_load_si512(xb + 64 * j));
+        total =
+            _mm512_dpwssd_epi32(total, pairs, _mm512_permutexvar_epi16(word_subblock[j], scales));
+      }
+      if constexpr (W::kOffsetShift >= 0) {
+        const __m256i correction =
+            _mm256_slli_epi32(_mm256_madd_epi16(u.scales, bsums), W::kOffsetShift);
+        total = _mm512_sub_epi32(total, _mm512_zextsi256_si512(correction));
+      }
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_set1_ps(u.d * dx), acc[r]);
+      if constexpr (W::kHasMin) {
+        acc_min[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(u.mins, bsums)),
+                                     _mm256_set1_ps(u.dmin * dx), acc_min[r]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (size_t r = 0; r < R; ++r) *y[r] = _mm512_reduce_add_ps(acc[r]) - hsum(acc_min[r]);
+}
+
 template <typename W>
 void dot(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
   const __m512i word_subblock[4] = {
       word_subblock_index<W::kK4Order>(0), word_subblock_index<W::kK4Order>(1),
       word_subblock_index<W::kK4Order>(2), word_subblock_index<W::kK4Order>(3)};
+  if (t.n_cols == 1) {  // decode: kStreams equal parts of the rows, read side by side
+    const size_t part = t.n_rows / kStreams;
+    for (size_t i = 0; i < part; ++i) {
+      const uint8_t* w[kStreams];
+      float* y[kStreams];
+      for (size_t p = 0; p < kStreams; ++p) {
+        w[p] = t.w + (p * part + i) * t.w_stride;
+        y[p] = t.y + p * part + i;
+      }
+      rows_kernel<W, kStreams>(w, n_blocks, t.x, word_subblock, y);
+    }
+    for (size_t r = kStreams * part; r < t.n_rows; ++r) {
+      const uint8_t* w[1] = {t.w + r * t.w_stride};
+      float* y[1] = {t.y + r};
+      rows_kernel<W, 1>(w, n_blocks, t.x, word_subblock, y);
+    }
+    return;
+  }
   for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
     for (size_t r = 0; r < t.n_rows; ++r) {
       row_kernel<W, C>(t.w + r * t.w_stride, n_blocks, t.x + c * t.x_stride, t.x_stride,
