@@ -230,8 +230,9 @@ void prepare(const uint8_t* x, size_t k, uint8_t* out) {
     const uint8_t* block = x + b * kQ8KBytes;
     const auto* q = reinterpret_cast<const int8_t*>(block + 4);
     uint8_t* dst = out + b * Layout::kBytes;
-    for (size_t e = 0; e < kQK; ++e) {
-      reinterpret_cast<int8_t*>(dst)[W::kK4Order ? k4_position(e) : e] = q[e];
+    // 32-element runs stay contiguous in either order.
+    for (size_t e = 0; e < kQK; e += 32) {
+      std::memcpy(dst + (W::kK4Order ? k4_position(e) : e), q + e, 32);
     }
     std::memcpy(dst + Layout::kSums, block + 260, 32);
     std::memcpy(dst + Layout::kScale, block, sizeof(float));

@@ -114,31 +114,34 @@ void prepare(const uint8_t* x, size_t k, uint8_t* out) {
   std::memset(out, 0, l.bytes);
   for (size_t b = 0; b < l.n_blocks; ++b) {
     const uint8_t* block = x + b * kQ8Bytes;
-    const auto* q = reinterpret_cast<const int8_t*>(block + 2);
     uint8_t* step = out + (b / W::kStepBlocks) * l.step_bytes;
     const size_t i = b % W::kStepBlocks;
-    int32_t sum = 0;
-    for (size_t e = 0; e < kQK; ++e) {
-      reinterpret_cast<int8_t*>(step)[W::position(i, e)] = q[e];
-      sum += q[e];
+    if constexpr (W::kNibbles) {  // elements 0-15 at 16i, 16-31 at 64 + 16i
+      std::memcpy(step + 16 * i, block + 2, 16);
+      std::memcpy(step + 64 + 16 * i, block + 18, 16);
+    } else {
+      std::memcpy(step + 32 * i, block + 2, 32);
     }
     const float dx = f16_to_f32(load_u16(block));
-    const float xs = static_cast<float>(sum) * dx / static_cast<float>(W::kLanesPerBlock);
-    for (size_t lane = i * W::kLanesPerBlock; lane < (i + 1) * W::kLanesPerBlock; ++lane) {
-      reinterpret_cast<float*>(step + L::kScale)[lane] = dx;
-      if (W::kHasMin) reinterpret_cast<float*>(step + L::kMin)[lane] = xs;
+    const __mmask16 lanes =
+        static_cast<__mmask16>(((1u << W::kLanesPerBlock) - 1) << (i * W::kLanesPerBlock));
+    auto* scale = reinterpret_cast<float*>(step + L::kScale);
+    _mm512_store_ps(scale, _mm512_mask_mov_ps(_mm512_load_ps(scale), lanes, _mm512_set1_ps(dx)));
+    if constexpr (W::kHasMin) {
+      int32_t sum = 0;
+      for (size_t e = 0; e < kQK; ++e) sum += static_cast<int8_t>(block[2 + e]);
+      const float xs = static_cast<float>(sum) * dx / static_cast<float>(W::kLanesPerBlock);
+      auto* min = reinterpret_cast<float*>(step + L::kMin);
+      _mm512_store_ps(min, _mm512_mask_mov_ps(_mm512_load_ps(min), lanes, _mm512_set1_ps(xs)));
     }
   }
-  // Lane l of a step covers bytes 4l..4l+3 of each 64-byte half of the step's activations.
+  // Lane l of a step covers bytes 4l..4l+3 of each 64-byte half: sums by vpdpbusd with ones.
+  const __m512i ones = _mm512_set1_epi8(1);
   for (size_t s = 0; s < l.n_steps; ++s) {
     uint8_t* step = out + s * l.step_bytes;
-    for (size_t lane = 0; lane < 16; ++lane) {
-      int32_t sum = 0;
-      for (size_t half = 0; half < W::kStepXBytes; half += 64) {
-        for (size_t j = 0; j < 4; ++j) sum += reinterpret_cast<int8_t*>(step)[half + 4 * lane + j];
-      }
-      reinterpret_cast<int32_t*>(step + L::kCorr)[lane] = -W::kOffset * sum;
-    }
+    __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_load_si512(step));
+    if constexpr (W::kNibbles) sums = _mm512_dpbusd_epi32(sums, ones, _mm512_load_si512(step + 64));
+    _mm512_store_si512(step + L::kCorr, _mm512_mullo_epi32(sums, _mm512_set1_epi32(-W::kOffset)));
   }
 }
 
