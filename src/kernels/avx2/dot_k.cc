@@ -78,15 +78,7 @@ struct Q3K {
                            _mm256_or_si256(shift_mask(v, 2 * p, 3), high));
       }
     }
-    // Sixteen 6-bit scales: low nibbles in bytes 0-7 (two per byte), high bit pairs in 8-11.
-    const uint8_t* s = b + 96;
-    const uint32_t a0 = load_u32(s), a1 = load_u32(s + 4), tmp = load_u32(s + 8);
-    const uint32_t s0 = (a0 & 0x0F0F0F0Fu) | ((tmp & 0x03030303u) << 4);
-    const uint32_t s1 = (a1 & 0x0F0F0F0Fu) | (((tmp >> 2) & 0x03030303u) << 4);
-    const uint32_t s2 = ((a0 >> 4) & 0x0F0F0F0Fu) | (((tmp >> 4) & 0x03030303u) << 4);
-    const uint32_t s3 = ((a1 >> 4) & 0x0F0F0F0Fu) | (((tmp >> 6) & 0x03030303u) << 4);
-    const __m128i bytes = _mm_setr_epi32(static_cast<int>(s0), static_cast<int>(s1),
-                                         static_cast<int>(s2), static_cast<int>(s3));
+    const __m128i bytes = q3_k_scale_bytes(b + 96);
     u.scales = _mm256_sub_epi16(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(32));
     u.mins = _mm256_setzero_si256();
     u.d = f16_to_f32(load_u16(b + 108));

@@ -32,6 +32,20 @@ inline void for_column_blocks(size_t n_cols, Fn&& fn) {
   for (; c < n_cols; ++c) fn.template operator()<1>(c);
 }
 
+// Decode order for kStreams far-apart rows side by side: calls fn(rows) with kStreams row
+// indices (i, i + part, i + 2 part, ...) for each i < part = n_rows / kStreams, then
+// single(r) for the rows left over.
+template <size_t kStreams, typename Fn, typename Single>
+inline void for_row_streams(size_t n_rows, Fn&& fn, Single&& single) {
+  const size_t part = n_rows / kStreams;
+  for (size_t i = 0; i < part; ++i) {
+    size_t rows[kStreams];
+    for (size_t p = 0; p < kStreams; ++p) rows[p] = p * part + i;
+    fn(rows);
+  }
+  for (size_t r = kStreams * part; r < n_rows; ++r) single(r);
+}
+
 inline float hsum(__m256 v) {
   const __m128 lo = _mm256_castps256_ps128(v);
   const __m128 hi = _mm256_extractf128_ps(v, 1);
@@ -69,6 +83,18 @@ inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
+}
+
+// The sixteen 6-bit Q3_K scales (12 bytes: low nibbles in bytes 0-7, two per byte, high bit
+// pairs in bytes 8-11) as 16 bytes, before subtracting 32.
+inline __m128i q3_k_scale_bytes(const uint8_t* s) {
+  const uint32_t a0 = load_u32(s), a1 = load_u32(s + 4), tmp = load_u32(s + 8);
+  const uint32_t s0 = (a0 & 0x0F0F0F0Fu) | ((tmp & 0x03030303u) << 4);
+  const uint32_t s1 = (a1 & 0x0F0F0F0Fu) | (((tmp >> 2) & 0x03030303u) << 4);
+  const uint32_t s2 = ((a0 >> 4) & 0x0F0F0F0Fu) | (((tmp >> 4) & 0x03030303u) << 4);
+  const uint32_t s3 = ((a1 >> 4) & 0x0F0F0F0Fu) | (((tmp >> 6) & 0x03030303u) << 4);
+  return _mm_setr_epi32(static_cast<int>(s0), static_cast<int>(s1), static_cast<int>(s2),
+                        static_cast<int>(s3));
 }
 
 inline __m256i load_256(const void* p) {

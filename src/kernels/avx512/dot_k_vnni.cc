@@ -143,15 +143,7 @@ struct Q3K {
 #pragma GCC unroll 4
     for (size_t j = 0; j < 4; ++j)
       add_where_bit(u, j, hm, 2 * static_cast<int>(j), 2 * static_cast<int>(j) + 1, 4);
-    // Sixteen 6-bit scales: low nibbles in bytes 0-7 (two per byte), high bit pairs in 8-11.
-    const uint8_t* s = b + 96;
-    const uint32_t a0 = load_u32(s), a1 = load_u32(s + 4), tmp = load_u32(s + 8);
-    const uint32_t s0 = (a0 & 0x0F0F0F0Fu) | ((tmp & 0x03030303u) << 4);
-    const uint32_t s1 = (a1 & 0x0F0F0F0Fu) | (((tmp >> 2) & 0x03030303u) << 4);
-    const uint32_t s2 = ((a0 >> 4) & 0x0F0F0F0Fu) | (((tmp >> 4) & 0x03030303u) << 4);
-    const uint32_t s3 = ((a1 >> 4) & 0x0F0F0F0Fu) | (((tmp >> 6) & 0x03030303u) << 4);
-    const __m128i bytes = _mm_setr_epi32(static_cast<int>(s0), static_cast<int>(s1),
-                                         static_cast<int>(s2), static_cast<int>(s3));
+    const __m128i bytes = q3_k_scale_bytes(b + 96);
     u.scales = _mm256_sub_epi16(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(32));
     u.mins = _mm256_setzero_si256();
     u.d = f16_to_f32(load_u16(b + 108));
@@ -342,22 +334,23 @@ void dot(const DotTile& t) {
   const __m512i word_subblock[4] = {
       word_subblock_index<W::kK4Order>(0), word_subblock_index<W::kK4Order>(1),
       word_subblock_index<W::kK4Order>(2), word_subblock_index<W::kK4Order>(3)};
-  if (t.n_cols == 1) {  // decode: kStreams equal parts of the rows, read side by side
-    const size_t part = t.n_rows / kStreams;
-    for (size_t i = 0; i < part; ++i) {
-      const uint8_t* w[kStreams];
-      float* y[kStreams];
-      for (size_t p = 0; p < kStreams; ++p) {
-        w[p] = t.w + (p * part + i) * t.w_stride;
-        y[p] = t.y + p * part + i;
-      }
-      rows_kernel<W, kStreams>(w, n_blocks, t.x, word_subblock, y);
-    }
-    for (size_t r = kStreams * part; r < t.n_rows; ++r) {
-      const uint8_t* w[1] = {t.w + r * t.w_stride};
-      float* y[1] = {t.y + r};
-      rows_kernel<W, 1>(w, n_blocks, t.x, word_subblock, y);
-    }
+  if (t.n_cols == 1) {  // decode: kStreams far-apart rows side by side
+    for_row_streams<kStreams>(
+        t.n_rows,
+        [&](const size_t(&rows)[kStreams]) {
+          const uint8_t* w[kStreams];
+          float* y[kStreams];
+          for (size_t p = 0; p < kStreams; ++p) {
+            w[p] = t.w + rows[p] * t.w_stride;
+            y[p] = t.y + rows[p];
+          }
+          rows_kernel<W, kStreams>(w, n_blocks, t.x, word_subblock, y);
+        },
+        [&](size_t r) {
+          const uint8_t* w[1] = {t.w + r * t.w_stride};
+          float* y[1] = {t.y + r};
+          rows_kernel<W, 1>(w, n_blocks, t.x, word_subblock, y);
+        });
     return;
   }
   for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {

@@ -285,20 +285,21 @@ template <typename W>
 void dot(const DotTile& t) {
   const PreparedLayout<W> l(t.k);
   const Indices<W> ix;
-  if (t.n_cols == 1) {  // decode: kStreams equal parts of the rows, read side by side
-    const size_t part = t.n_rows / kStreams;
-    for (size_t i = 0; i < part; ++i) {
-      const uint8_t* w[kStreams];
-      float* y[kStreams];
-      for (size_t p = 0; p < kStreams; ++p) {
-        w[p] = t.w + (p * part + i) * t.w_stride;
-        y[p] = t.y + p * part + i;
-      }
-      rows_kernel<W, kStreams>(w, t.x, l, ix, y);
-    }
-    for (size_t r = kStreams * part; r < t.n_rows; ++r) {
-      row_kernel<W, 1>(t.w + r * t.w_stride, t.x, t.x_stride, l, ix, t.y + r, t.y_stride);
-    }
+  if (t.n_cols == 1) {  // decode: kStreams far-apart rows side by side
+    for_row_streams<kStreams>(
+        t.n_rows,
+        [&](const size_t(&rows)[kStreams]) {
+          const uint8_t* w[kStreams];
+          float* y[kStreams];
+          for (size_t p = 0; p < kStreams; ++p) {
+            w[p] = t.w + rows[p] * t.w_stride;
+            y[p] = t.y + rows[p];
+          }
+          rows_kernel<W, kStreams>(w, t.x, l, ix, y);
+        },
+        [&](size_t r) {
+          row_kernel<W, 1>(t.w + r * t.w_stride, t.x, t.x_stride, l, ix, t.y + r, t.y_stride);
+        });
     return;
   }
   for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
