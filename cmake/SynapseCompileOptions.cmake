@@ -8,7 +8,12 @@ target_compile_options(synapse_compile_options INTERFACE
   -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough
   # Not -Wnull-dereference: GCC 12 reports false positives inside libstdc++ at -O2.
   # Designated initializers deliberately leave the other members at their defaults.
-  -Wno-missing-field-initializers)
+  -Wno-missing-field-initializers
+  # Floating-point results are part of the contract (kernels are compared with references
+  # within derived bounds, quantizers reproduce llama.cpp's bytes): the compiler must not fuse
+  # a multiply and an add on its own. GCC does so in C++ even with -std=c++20 once FMA is
+  # enabled (the ISA kernel files); kernels that want FMA use the intrinsic.
+  -ffp-contract=off)
 if(SYNAPSE_WERROR)
   target_compile_options(synapse_compile_options INTERFACE -Werror)
 endif()

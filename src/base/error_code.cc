@@ -55,6 +55,8 @@ constexpr std::array kTable = {
     ErrorCodeInfo{ErrorCode::kUnknownArchitecture, "unknown_architecture", kP, 422,
                   "model architecture not supported"},
     ErrorCodeInfo{ErrorCode::kMissingTensor, "missing_tensor", kP, 422, "required tensor missing"},
+    ErrorCodeInfo{ErrorCode::kKernelMismatch, "kernel_mismatch", kP, 500,
+                  "a kernel disagrees with its reference"},
 };
 
 }  // namespace

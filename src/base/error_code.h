@@ -49,6 +49,8 @@ enum class ErrorCode : uint16_t {
   // Models.
   kUnknownArchitecture = 200,
   kMissingTensor = 201,
+  // Kernels.
+  kKernelMismatch = 300,
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `synapse doctor`: can this machine run Synapse? CPU features, memory, a writable state directory,
-// and a SQLite write / reopen / read cycle (SQLite holds durable state).
+// `synapse doctor`: can this machine run Synapse? CPU features, the kernel level in use and its
+// self-check against the reference kernels, memory, a writable state directory, and a SQLite
+// write / reopen / read cycle (SQLite holds durable state).
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include "base/paths.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "kernels/kernel_selection.h"
 
 namespace synapse::cli {
 namespace {
@@ -33,17 +36,51 @@ std::string gib(uint64_t bytes) {
 }
 
 Check check_cpu(const CpuInfo& cpu) {
-  std::string level = cpu.features.has_avx512_level() ? "avx512"
-                      : cpu.features.has_avx2_level() ? "avx2"
-                                                      : "scalar";
   std::string features;
   for (const std::string& f : cpu.features.names()) features += (features.empty() ? "" : " ") + f;
   auto kib = [](size_t bytes) { return std::to_string(bytes / 1024) + " KiB"; };
   return {"cpu", true,
           cpu.model + " | " + std::to_string(cpu.physical_cores) + " cores, " +
               std::to_string(cpu.logical_cores) + " threads | L1d " + kib(cpu.l1d_cache_bytes) +
-              ", L2 " + kib(cpu.l2_cache_bytes) + ", L3 " + kib(cpu.l3_cache_bytes) +
-              " | kernel level " + level + " | " + features};
+              ", L2 " + kib(cpu.l2_cache_bytes) + ", L3 " + kib(cpu.l3_cache_bytes) + " | " +
+              features};
+}
+
+struct FamilyCount {
+  std::string family;
+  int checked = 0;
+  int passed = 0;
+};
+
+// Self-check results grouped by kernel family, in first-seen order.
+std::vector<FamilyCount> family_counts(const KernelSelection& s) {
+  std::vector<FamilyCount> out;
+  for (const KernelCheck& c : s.checks) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const FamilyCount& f) { return f.family == c.family; });
+    if (it == out.end()) it = out.insert(out.end(), FamilyCount{c.family});
+    ++it->checked;
+    it->passed += c.ok ? 1 : 0;
+  }
+  return out;
+}
+
+// The kernel level in use and the start-up self-check of its kernels against the references.
+Check check_kernels(const KernelSelection& s) {
+  std::string detail = std::string(s.table.variant) +
+                       " selected (best this CPU runs: " + std::string(isa_level_name(s.best)) +
+                       ")";
+  if (!s.override_note.empty()) detail += "; " + s.override_note;
+  if (s.checks.empty()) {
+    detail += "; scalar reference kernels, nothing to self-check";
+  } else {
+    detail += "; self-check vs the references, each level up to it:";
+    for (const FamilyCount& f : family_counts(s)) {
+      detail += " " + f.family + " " + std::to_string(f.passed) + "/" + std::to_string(f.checked);
+    }
+  }
+  for (const Status& e : s.errors) detail += "; " + e.to_string();
+  return {"kernels", s.errors.empty(), detail};
 }
 
 Check check_memory(const CpuInfo& cpu) {
@@ -121,8 +158,10 @@ void add_doctor_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", *json, "Print one JSON object");
   cmd->callback([json, &exit_code] {
     const CpuInfo cpu = CpuInfo::detect();
+    const KernelSelection& kernels = kernel_selection();
     std::vector<Check> checks;
     checks.push_back(check_cpu(cpu));
+    checks.push_back(check_kernels(kernels));
     checks.push_back(check_memory(cpu));
     std::string directory;
     checks.push_back(check_state_directory(directory));
@@ -143,6 +182,16 @@ void add_doctor_command(CLI::App& app, int& exit_code) {
       for (const Check& c : checks)
         list.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
       out["checks"] = list;
+      Json families = Json::object();
+      for (const FamilyCount& f : family_counts(kernels)) {
+        families[f.family] = {{"checked", f.checked}, {"passed", f.passed}};
+      }
+      Json errors = Json::array();
+      for (const Status& e : kernels.errors) errors.push_back(e.to_string());
+      out["kernels"] = {{"selected", kernels.table.variant},
+                        {"best_level", std::string(isa_level_name(kernels.best))},
+                        {"self_check", families},
+                        {"disabled", errors}};
       std::printf("%s\n", out.dump(2).c_str());
     } else {
       std::printf("synapse %s (commit %s)\n", std::string(b.version).c_str(),

@@ -51,7 +51,8 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--norm-eps", o->norm_eps, "Norm epsilon (default per architecture)");
   cmd->add_flag("--tied", o->tied, "Output head tied to token_embd (default for qwen2/qwen3)");
   cmd->add_flag("--untied", o->untied, "Separate output.weight (default for llama)");
-  add_type_option(cmd, "--type", o->type_all, "Type of every matrix: f32, f16, bf16")
+  add_type_option(cmd, "--type", o->type_all,
+                  "Type of every matrix: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k")
       ->capture_default_str();
   add_type_option(cmd, "--type-embd", o->type_embd, "Type of token_embd");
   add_type_option(cmd, "--type-attn", o->type_attn, "Type of attention matrices");

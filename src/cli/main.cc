@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   add_convert_command(app, exit_code);
   add_verify_command(app, exit_code);
   add_models_command(app, exit_code);
+  add_bench_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

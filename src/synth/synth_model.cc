@@ -12,7 +12,7 @@
 #include "model/arch/architecture.h"
 #include "synth/deterministic_random.h"
 #include "synth/synthetic_vocab.h"
-#include "tensor/half.h"
+#include "tensor/quant.h"
 
 namespace synapse {
 namespace {
@@ -27,13 +27,34 @@ constexpr double kNormJitter = 0.1;
 constexpr double kBiasScale = 0.1;
 constexpr double kPositionEmbeddingScale = 0.5;
 
-// llama.cpp's general.file_type for a model whose matrices are mostly `type`.
+// llama.cpp's general.file_type (enum llama_ftype) for a model whose matrices are mostly
+// `type`; a K-quant used throughout is llama.cpp's "_S" mix.
 uint32_t file_type_for(TensorType type) {
   switch (type) {
     case TensorType::kF32:
       return 0;
     case TensorType::kF16:
       return 1;
+    case TensorType::kQ4_0:
+      return 2;
+    case TensorType::kQ4_1:
+      return 3;
+    case TensorType::kQ8_0:
+      return 7;
+    case TensorType::kQ5_0:
+      return 8;
+    case TensorType::kQ5_1:
+      return 9;
+    case TensorType::kQ2_K:
+      return 10;
+    case TensorType::kQ3_K:
+      return 11;
+    case TensorType::kQ4_K:
+      return 14;
+    case TensorType::kQ5_K:
+      return 16;
+    case TensorType::kQ6_K:
+      return 18;
     case TensorType::kBF16:
       return 32;
     default:
@@ -90,36 +111,43 @@ Status fill_weight(const WeightPlan& plan, uint64_t seed, std::span<uint8_t> out
   DeterministicRandom random = DeterministicRandom::for_stream(seed, plan.spec.name);
   std::vector<float> values(count);
   for (float& v : values) v = static_cast<float>(plan.offset + plan.scale * random.next_bell());
-  switch (plan.type) {
-    case TensorType::kF32:
-      std::memcpy(out.data(), values.data(), count * sizeof(float));
-      return ok_status();
-    case TensorType::kF16:
-    case TensorType::kBF16: {
-      std::vector<uint16_t> halves(count);
-      if (plan.type == TensorType::kF16) {
-        f32_to_f16_row(values, halves);
-      } else {
-        f32_to_bf16_row(values, halves);
-      }
-      std::memcpy(out.data(), halves.data(), count * sizeof(uint16_t));
-      return ok_status();
-    }
-    default:
-      return Status(ErrorCode::kUnsupported,
-                    "synth cannot yet write " + std::string(tensor_type_name(plan.type)) +
-                        " (quantizers arrive with the kernels)",
-                    ErrorWhere{.tensor = plan.spec.name});
+  if (plan.type == TensorType::kF32) {
+    std::memcpy(out.data(), values.data(), count * sizeof(float));
+    return ok_status();
   }
+  // Every other type through the reference quantizers, one row at a time (they write llama.cpp's
+  // bytes, with exact IEEE arithmetic only, so the output is the same on every machine). The
+  // row buffer is word-aligned for the block types.
+  const size_t row_length = plan.spec.shape[0];
+  const size_t row_size = row_bytes(plan.type, row_length);
+  std::vector<uint32_t> row((row_size + 3) / 4);
+  const std::span<uint8_t> row_bytes_view{reinterpret_cast<uint8_t*>(row.data()), row_size};
+  for (uint64_t r = 0; r < count / row_length; ++r) {
+    quantize_row(plan.type, std::span<const float>(values).subspan(r * row_length, row_length),
+                 row_bytes_view);
+    std::memcpy(out.data() + r * row_size, row.data(), row_size);
+  }
+  return ok_status();
 }
 
 Status check_type(TensorType type, std::string_view option) {
-  if (type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kBF16) {
-    return ok_status();
-  }
+  if (is_weight_type(type)) return ok_status();
   return Status(ErrorCode::kUnsupported,
-                "synth writes F32, F16 and BF16 so far, not " + std::string(tensor_type_name(type)),
+                "synth writes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q2_K..Q6_K, not " +
+                    std::string(tensor_type_name(type)),
                 ErrorWhere{.field = std::string(option)});
+}
+
+// A matrix's rows must be whole blocks of its type (256 elements for the K-quants).
+Status check_row_length(const WeightPlan& plan) {
+  const size_t block = block_elements(plan.type);
+  if (plan.spec.shape[0] % block == 0) return ok_status();
+  return Status(ErrorCode::kInvalidArgument,
+                "rows of " + std::to_string(plan.spec.shape[0]) +
+                    " elements are not a multiple of " + std::string(tensor_type_name(plan.type)) +
+                    "'s block size " + std::to_string(block) +
+                    " (choose sizes that are, or another type)",
+                ErrorWhere{.tensor = plan.spec.name});
 }
 
 Result<HParams> build_hparams(const Architecture& arch, const SynthOptions& o, uint32_t n_vocab) {
@@ -215,6 +243,7 @@ Status synthesize_model(const SynthOptions& o, const std::string& path) {
     const bool is_output = spec.role == TensorRole::kOutput;
     if (!spec.required && !(is_output && !tied)) continue;  // optional tensors are left out
     plans.push_back(plan_weight(spec, hp, o));
+    SYN_RETURN_IF_ERROR(check_row_length(plans.back()));
   }
   for (const WeightPlan& plan : plans) {
     const uint64_t seed = o.seed;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "base/hash.h"
@@ -12,6 +13,7 @@
 #include "model/arch/architecture.h"
 #include "model/tensor_check.h"
 #include "tensor/half.h"
+#include "tensor/quant.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -100,6 +102,60 @@ TEST(SynthModel, TypesAndScales) {
   EXPECT_TRUE(std::isfinite(f16_to_f32(halves[0])));
 }
 
+// Every weight type: the file holds that type, and its values are the F32 model's values within
+// the type's quantization error. Bounds: a b-bit level grid over a block whose values span at
+// most 2 * 2 sqrt(3) sigma (the generator's bell is bounded) has a step of 4 sqrt(3) sigma /
+// (2^b - 1) and a rounding error of at most half a step, an RMS of step / sqrt(12) for
+// uniformly spread values; the bounds below are that RMS (relative to sigma) with a margin of
+// about 1.5 for the scale quantization of the K-quants.
+TEST(SynthModel, EveryWeightTypeRoundTrips) {
+  struct Case {
+    TensorType type;
+    double max_relative_rms;
+  };
+  constexpr Case kCases[] = {
+      {TensorType::kF16, 0.001}, {TensorType::kBF16, 0.005}, {TensorType::kQ8_0, 0.01},
+      {TensorType::kQ6_K, 0.04}, {TensorType::kQ5_0, 0.08},  {TensorType::kQ5_1, 0.08},
+      {TensorType::kQ5_K, 0.08}, {TensorType::kQ4_0, 0.16},  {TensorType::kQ4_1, 0.16},
+      {TensorType::kQ4_K, 0.16}, {TensorType::kQ3_K, 0.35},  {TensorType::kQ2_K, 0.8}};
+  testing::TempDir dir;
+  SynthOptions base;
+  base.arch = "qwen2";
+  base.n_embd = 256;
+  base.n_ff = 512;
+  base.n_head = 4;
+  base.n_head_kv = 2;
+  base.n_layer = 1;
+  ASSERT_TRUE(synthesize_model(base, dir.file("f32.gguf")).ok());
+  const GgufFile reference = *GgufFile::open(dir.file("f32.gguf"));
+  const GgufTensorInfo& want_info = *reference.find_tensor("blk.0.ffn_up.weight");
+  const auto* want = reinterpret_cast<const float*>(reference.tensor_data(want_info).data());
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(std::string(tensor_type_name(c.type)));
+    SynthOptions o = base;
+    o.type_attention = o.type_feed_forward = o.type_embedding = o.type_output = c.type;
+    const std::string path = dir.file(std::string(tensor_type_name(c.type)) + ".gguf");
+    const Status status = synthesize_model(o, path);
+    ASSERT_TRUE(status.ok()) << status.to_string();
+    const GgufFile file = *GgufFile::open(path);
+    const GgufTensorInfo& info = *file.find_tensor("blk.0.ffn_up.weight");
+    ASSERT_EQ(info.type, c.type);
+    const size_t n = info.element_count();
+    std::vector<float> got(n);
+    std::vector<uint32_t> aligned((info.bytes + 3) / 4);
+    std::memcpy(aligned.data(), file.tensor_data(info).data(), info.bytes);
+    dequantize_row(c.type, {reinterpret_cast<const uint8_t*>(aligned.data()), info.bytes}, got);
+    double err = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(got[i]) - static_cast<double>(want[i]);
+      err += d * d;
+      scale += static_cast<double>(want[i]) * static_cast<double>(want[i]);
+    }
+    EXPECT_LE(std::sqrt(err / scale), c.max_relative_rms);
+    EXPECT_EQ(file.find_tensor("blk.0.attn_norm.weight")->type, TensorType::kF32);
+  }
+}
+
 TEST(SynthModel, VocabularyFromAnotherFile) {
   testing::TempDir dir;
   SynthOptions source;
@@ -135,8 +191,13 @@ TEST(SynthModel, RejectsBadOptions) {
   o.n_embd = 66;  // not a multiple of 4 heads
   EXPECT_EQ(synthesize_model(o, dir.file("x.gguf")).code(), ErrorCode::kInvalidArgument);
   o = SynthOptions{};
-  o.type_attention = TensorType::kQ4_K;
+  o.type_attention = TensorType::kIQ2_XXS;  // no quantizer for the i-quants
   EXPECT_EQ(synthesize_model(o, dir.file("x.gguf")).code(), ErrorCode::kUnsupported);
+  o = SynthOptions{};
+  o.type_attention = TensorType::kQ4_K;  // rows of 64 are not whole 256-element super-blocks
+  const Status rows = synthesize_model(o, dir.file("x.gguf"));
+  EXPECT_EQ(rows.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(rows.where().tensor, "blk.0.attn_q.weight");
   EXPECT_FALSE(std::filesystem::exists(dir.file("x.gguf")));
 }
 

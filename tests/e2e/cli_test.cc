@@ -111,10 +111,20 @@ TEST(Cli, InspectRealModel) {
 
 TEST(Cli, SynthErrorsAreClear) {
   testing::TempDir dir;
-  const auto r = run_command(synapse_cli() + " synth --arch qwen2 --type q4_k -o " +
+  const auto r = run_command(synapse_cli() + " synth --arch qwen2 --type iq2_xxs -o " +
                              shell_quote(dir.file("x.gguf")));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.stderr_text.find("unsupported"), std::string::npos) << r.stderr_text;
+  // K-quants need rows of whole 256-element super-blocks; the error names the tensor.
+  const auto rows = run_command(synapse_cli() + " synth --arch qwen2 --type q4_k -o " +
+                                shell_quote(dir.file("x.gguf")));
+  EXPECT_EQ(rows.exit_code, 1);
+  EXPECT_NE(rows.stderr_text.find("invalid_argument"), std::string::npos) << rows.stderr_text;
+  EXPECT_NE(rows.stderr_text.find("block size 256"), std::string::npos) << rows.stderr_text;
+  const auto ok =
+      run_command(synapse_cli() + " synth --arch qwen2 --n-embd 256 --n-ff 512 --type q4_k -o " +
+                  shell_quote(dir.file("q4k.gguf")));
+  EXPECT_EQ(ok.exit_code, 0) << ok.stderr_text;
   const auto both =
       run_command(synapse_cli() + " synth --tied --untied -o " + shell_quote(dir.file("x.gguf")));
   EXPECT_EQ(both.exit_code, 2);
@@ -129,13 +139,31 @@ TEST(Cli, DoctorChecksStateDirectoryAndSqlite) {
   EXPECT_TRUE(report["ok"].get<bool>());
   std::set<std::string> names;
   for (const Json& c : report["checks"]) names.insert(c["name"].get<std::string>());
-  EXPECT_EQ(names, (std::set<std::string>{"cpu", "memory", "state directory", "sqlite"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"cpu", "kernels", "memory", "state directory", "sqlite"}));
+  EXPECT_TRUE(report["kernels"]["disabled"].empty()) << report["kernels"].dump();
+  EXPECT_TRUE(report["kernels"]["selected"].is_string());
+  const auto scalar =
+      run_command("SYNAPSE_ISA=scalar SYNAPSE_HOME=" + shell_quote(dir.file("state")) + " " +
+                  synapse_cli() + " doctor --json");
+  EXPECT_EQ(Json::parse(scalar.stdout_text)["kernels"]["selected"], "scalar");
   // A state directory that cannot be created fails the doctor, with exit code 1.
   testing::write_file_bytes(dir.file("file"), {1});
   const auto bad = run_command("SYNAPSE_HOME=" + shell_quote(dir.file("file") + "/state") + " " +
                                synapse_cli() + " doctor --json");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_FALSE(Json::parse(bad.stdout_text)["ok"].get<bool>());
+}
+
+TEST(Cli, BenchMemoryReportsBandwidth) {
+  const auto r =
+      run_command(synapse_cli() + " bench memory --size-mib 16 --passes 1 --threads 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const Json report = Json::parse(r.stdout_text);
+  ASSERT_EQ(report["read_bandwidth"].size(), 2u);
+  EXPECT_EQ(report["read_bandwidth"][1]["threads"], 2);
+  EXPECT_GT(report["read_bandwidth"][0]["best_gb_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(run_command(synapse_cli() + " bench").exit_code, 2);  // needs a subcommand
 }
 
 }  // namespace

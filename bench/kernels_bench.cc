@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kernel micro-benchmarks at the shapes of a 0.5B-parameter model (Qwen2.5-0.5B: embedding 896,
+// feed-forward 4864, vocabulary 151936), written ggml-style as row length x rows:
+//   896x896 (attention q/o), 896x4864 (ffn up/gate), 4864x896 (ffn down), 896x151936 (output).
+// K-quants run only where the row length is a multiple of 256 (4864x896).
+//
+// Matrix-vector (decode): weight bytes streamed per second (weight_GBps), next to the memory
+// read bandwidth (mem_GBps) measured right after each benchmark by streaming the same buffer
+// with the same number of threads through the kernels' read probe, and the ratio (pct_of_mem).
+// The matrices are out of cache: each benchmark cycles through enough copies of its matrix to
+// cover 256 MiB, eight times the L3 of the machines we measure on. The start-up context also
+// reports the bandwidth of a 1 GiB buffer.
+// Matrix-matrix (prefill): 512 tokens, GFLOP/s (2 * rows * k * 512 per product).
+//
+//   build/release/bench/kernels_bench [--benchmark_filter=Matvec/Q8_0] [--benchmark_format=json]
+//   SYNAPSE_ISA=avx2 build/release/bench/kernels_bench      # another kernel level
+//   SYNAPSE_BENCH_IN_CACHE=1 build/release/bench/kernels_bench  # matvec without cache misses
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_selection.h"
+#include "kernels/matmul.h"
+#include "kernels/memory_bandwidth.h"
+#include "tensor/quant.h"
+
+namespace synapse {
+namespace {
+
+struct Shape {
+  size_t k;  // row length
+  size_t rows;
+  const char* name;
+};
+constexpr Shape kShapes[] = {{896, 896, "896x896"},
+                             {896, 4864, "896x4864"},
+                             {4864, 896, "4864x896"},
+                             {896, 151936, "896x151936"}};
+constexpr size_t kOutOfCacheBytes = size_t{256} << 20;
+constexpr size_t kPrefillTokens = 512;
+constexpr int kMaxThreads = 2;
+
+double g_memory_gb_per_s[kMaxThreads + 1] = {};
+
+// Random weights: 64 distinct rows quantized by the reference quantizer, repeated, in a
+// page-aligned buffer (also the memory the bandwidth probe reads).
+std::unique_ptr<BandwidthBuffer> make_weights(TensorType type, size_t k, size_t rows,
+                                              size_t copies) {
+  const size_t stride = row_bytes(type, k);
+  constexpr size_t kDistinct = 64;
+  std::vector<uint32_t> distinct((kDistinct * stride + 3) / 4);
+  uint64_t state = 12345;
+  std::vector<float> row(k);
+  for (size_t r = 0; r < kDistinct; ++r) {
+    for (float& v : row) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      v = (static_cast<float>(state >> 40) / 16777216.0f - 0.5f) * 0.2f;
+    }
+    quantize_row(type, row, {reinterpret_cast<uint8_t*>(distinct.data()) + r * stride, stride});
+  }
+  auto bytes = std::make_unique<BandwidthBuffer>(copies * rows * stride);
+  for (size_t r = 0; r < copies * rows; ++r) {
+    std::memcpy(bytes->data() + r * stride,
+                reinterpret_cast<const uint8_t*>(distinct.data()) + (r % kDistinct) * stride,
+                stride);
+  }
+  return bytes;
+}
+
+std::vector<float> make_activations(size_t n) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = std::sin(0.1f * static_cast<float>(i)) * 3.0f;
+  return x;
+}
+
+void matvec(benchmark::State& state, TensorType type, Shape shape, int threads) {
+  const KernelTable& kernels = selected_kernels();
+  const size_t matrix_bytes = row_bytes(type, shape.k) * shape.rows;
+  // SYNAPSE_BENCH_IN_CACHE=1: one copy, to see the kernel's compute bound on small shapes.
+  const bool in_cache = std::getenv("SYNAPSE_BENCH_IN_CACHE") != nullptr;
+  const size_t copies = in_cache ? 1 : (kOutOfCacheBytes + matrix_bytes - 1) / matrix_bytes;
+  const auto weights = make_weights(type, shape.k, shape.rows, copies);
+  const std::vector<float> x = make_activations(shape.k);
+  std::vector<float> y(shape.rows);
+  ThreadPool pool(threads);
+  WeightMatrix w{type, weights->data(), row_bytes(type, shape.k), shape.rows, shape.k};
+  std::vector<uint8_t> scratch(matmul_scratch_bytes(kernels, w, 1, threads));
+  size_t copy = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    w.data = weights->data() + copy * matrix_bytes;
+    copy = copy + 1 == copies ? 0 : copy + 1;
+    matmul(kernels, w, x.data(), shape.k, 1, y.data(), shape.rows, scratch, pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+  const double gb_per_s = static_cast<double>(matrix_bytes) *
+                          static_cast<double>(state.iterations()) / seconds.count() / 1e9;
+  // The yardstick, measured right after on the very same bytes with the same threads: the
+  // machine's bandwidth drifts (other tenants), so the ratio is what to quote.
+  const double memory =
+      in_cache ? g_memory_gb_per_s[threads]
+               : measure_read_bandwidth(kernels, weights->data(), weights->size(), pool, 3)
+                     .best_gb_per_s;
+  state.SetBytesProcessed(static_cast<int64_t>(matrix_bytes) * state.iterations());
+  state.counters["weight_GBps"] = gb_per_s;
+  state.counters["mem_GBps"] = memory;
+  state.counters["pct_of_mem"] = 100.0 * gb_per_s / memory;
+}
+
+void matmul_prefill(benchmark::State& state, TensorType type, Shape shape, int threads) {
+  const KernelTable& kernels = selected_kernels();
+  const auto weights = make_weights(type, shape.k, shape.rows, 1);
+  const std::vector<float> x = make_activations(shape.k * kPrefillTokens);
+  std::vector<float> y(shape.rows * kPrefillTokens);
+  ThreadPool pool(threads);
+  const WeightMatrix w{type, weights->data(), row_bytes(type, shape.k), shape.rows, shape.k};
+  std::vector<uint8_t> scratch(matmul_scratch_bytes(kernels, w, kPrefillTokens, threads));
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    matmul(kernels, w, x.data(), shape.k, kPrefillTokens, y.data(), shape.rows, scratch, pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+  const double flops = 2.0 * static_cast<double>(shape.rows * shape.k * kPrefillTokens);
+  state.counters["GFLOPs"] =
+      flops * static_cast<double>(state.iterations()) / seconds.count() / 1e9;
+  state.counters["tokens_per_s"] = static_cast<double>(kPrefillTokens) *
+                                   static_cast<double>(state.iterations()) / seconds.count();
+}
+
+bool fits(TensorType type, const Shape& shape) { return shape.k % block_elements(type) == 0; }
+
+void register_benchmarks() {
+  for (TensorType type : weight_types()) {
+    const std::string name(tensor_type_name(type));
+    for (const Shape& shape : kShapes) {
+      if (!fits(type, shape)) continue;
+      for (int threads = 1; threads <= kMaxThreads; ++threads) {
+        benchmark::RegisterBenchmark(
+            ("Matvec/" + name + "/" + shape.name + "/threads:" + std::to_string(threads)).c_str(),
+            matvec, type, shape, threads)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+      benchmark::RegisterBenchmark(
+          ("Matmul512/" + name + "/" + shape.name + "/threads:" + std::to_string(kMaxThreads))
+              .c_str(),
+          matmul_prefill, type, shape, kMaxThreads)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace synapse
+
+int main(int argc, char** argv) {
+  using namespace synapse;
+  benchmark::Initialize(&argc, argv);
+  const KernelTable& kernels = selected_kernels();
+  benchmark::AddCustomContext("kernels", kernels.variant);
+  {
+    const BandwidthBuffer buffer(size_t{1} << 30);
+    for (int threads = 1; threads <= kMaxThreads; ++threads) {
+      ThreadPool pool(threads);
+      const BandwidthSample s = measure_read_bandwidth(kernels, buffer, pool, 5);
+      g_memory_gb_per_s[threads] = s.best_gb_per_s;
+      benchmark::AddCustomContext("memory_read_GBps_threads_" + std::to_string(threads),
+                                  std::to_string(s.best_gb_per_s));
+    }
+  }
+  register_benchmarks();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// Attention of a batch of query tokens of one sequence over that sequence's paged KV cache,
+// split over (query, KV head) pairs on a ThreadPool. Heads that share a KV head (GQA) are
+// processed together so each key and value row is read once per group. Causal: a query at
+// position p sees the cached tokens 0..p. No allocation and no score matrix: the kernels use an
+// online softmax.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "kernels/kernel_table.h"
+
+namespace synapse {
+
+struct AttentionBatch {
+  const float* q;            // n_queries rows of n_heads * head_dim floats, q_stride apart
+  size_t q_stride;           // in floats
+  const int64_t* positions;  // position of each query; nullptr: all see every cached token
+  size_t n_queries;
+  float* out;         // same layout as q
+  size_t out_stride;  // in floats
+};
+
+void attention(const KernelTable& kernels, const AttentionParams& params, const KvPages& kv,
+               const AttentionBatch& batch, ThreadPool& pool);
+
+}  // namespace synapse

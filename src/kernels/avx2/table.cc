@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kernels/avx2/avx2_internal.h"
+#include "kernels/avx2/avx2_kernels.h"
+
+namespace synapse::avx2 {
+
+void fill_table(KernelTable& table) {
+  fill_legacy_dots(table);
+  fill_k_dots(table);
+  fill_float_dots(table);
+  fill_quantizers(table);
+  fill_ops(table);
+  fill_attention(table);
+}
+
+}  // namespace synapse::avx2

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// The drivers: threading does not change results (each output is computed by one task), scratch
+// sizing, embedding lookup, and attention's causal masking over pages.
+#include "kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/kernel_selection.h"
+#include "tensor/quant.h"
+
+namespace synapse {
+namespace {
+
+std::vector<float> wave(size_t n, float phase) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::sin(0.37f * static_cast<float>(i) + phase) * 2.0f;
+  return v;
+}
+
+struct Quantized {
+  std::vector<uint32_t> words;
+  size_t stride;
+  Quantized(TensorType type, size_t rows, size_t k)
+      : words((rows * row_bytes(type, k) + 3) / 4), stride(row_bytes(type, k)) {
+    for (size_t r = 0; r < rows; ++r) {
+      const std::vector<float> row = wave(k, static_cast<float>(r));
+      quantize_row(type, row, {reinterpret_cast<uint8_t*>(words.data()) + r * stride, stride});
+    }
+  }
+  const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(words.data()); }
+};
+
+std::vector<float> run(const KernelTable& kernels, const WeightMatrix& w, const float* x,
+                       size_t n_cols, int threads, DotPath path = DotPath::kQuantized) {
+  ThreadPool pool(threads);
+  std::vector<uint8_t> scratch(matmul_scratch_bytes(kernels, w, n_cols, threads, path));
+  std::vector<float> y(w.n_rows * n_cols, NAN);
+  matmul(kernels, w, x, w.k, n_cols, y.data(), w.n_rows, scratch, pool, path);
+  return y;
+}
+
+TEST(Matmul, ThreadCountDoesNotChangeBits) {
+  const KernelTable& kernels = selected_kernels();
+  for (TensorType type : {TensorType::kQ4_K, TensorType::kQ8_0, TensorType::kF16}) {
+    const size_t rows = 150, k = 512;
+    const Quantized q(type, rows, k);
+    const WeightMatrix w{type, q.data(), q.stride, rows, k};
+    for (size_t cols : {size_t{1}, size_t{5}, kMatmulMinColumns + 2}) {
+      std::vector<float> x;
+      for (size_t c = 0; c < cols; ++c) {
+        const auto col = wave(k, 100.0f + static_cast<float>(c));
+        x.insert(x.end(), col.begin(), col.end());
+      }
+      const std::vector<float> one = run(kernels, w, x.data(), cols, 1);
+      const std::vector<float> three = run(kernels, w, x.data(), cols, 3);
+      ASSERT_EQ(one.size(), three.size());
+      EXPECT_EQ(std::memcmp(one.data(), three.data(), one.size() * sizeof(float)), 0)
+          << tensor_type_name(type) << " cols=" << cols;
+      for (float v : one) ASSERT_TRUE(std::isfinite(v));
+    }
+  }
+}
+
+TEST(Matmul, EmbeddingRowIsTheDequantizedRow) {
+  const KernelTable& kernels = selected_kernels();
+  const Quantized q(TensorType::kQ6_K, 5, 256);
+  const WeightMatrix w{TensorType::kQ6_K, q.data(), q.stride, 5, 256};
+  std::vector<float> got(256), want(256);
+  embedding_row(kernels, w, 3, got.data());
+  dequantize_row(TensorType::kQ6_K, {q.data() + 3 * q.stride, q.stride}, want);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * 256), 0);
+}
+
+TEST(Matmul, ScratchGrowsWithColumnsAndThreads) {
+  const KernelTable& kernels = selected_kernels();
+  const WeightMatrix w{TensorType::kQ4_0, nullptr, row_bytes(TensorType::kQ4_0, 896), 896, 896};
+  EXPECT_LT(matmul_scratch_bytes(kernels, w, 1, 1), matmul_scratch_bytes(kernels, w, 64, 1));
+  EXPECT_LE(matmul_scratch_bytes(kernels, w, 64, 1), matmul_scratch_bytes(kernels, w, 64, 4));
+}
+
+TEST(Attention, CausalQueriesSeeTheirPrefix) {
+  const KernelTable& kernels = selected_kernels();
+  const size_t heads = 4, kv_heads = 2, dim = 32, tokens = 23, page = 8;
+  std::vector<std::vector<float>> k_pages, v_pages;
+  std::vector<const uint8_t*> kp, vp;
+  for (size_t p = 0; p < (tokens + page - 1) / page; ++p) {
+    k_pages.push_back(wave(page * kv_heads * dim, static_cast<float>(p)));
+    v_pages.push_back(wave(page * kv_heads * dim, 50.0f + static_cast<float>(p)));
+  }
+  for (size_t p = 0; p < k_pages.size(); ++p) {
+    kp.push_back(reinterpret_cast<const uint8_t*>(k_pages[p].data()));
+    vp.push_back(reinterpret_cast<const uint8_t*>(v_pages[p].data()));
+  }
+  const KvPages kv{kp.data(), vp.data(), page, tokens, TensorType::kF32};
+  const AttentionParams params{heads, kv_heads, dim, 0.2f, 0.0f};
+  const size_t n_q = 5;
+  const std::vector<float> q = wave(n_q * heads * dim, 7.0f);
+  const std::vector<int64_t> positions = {0, 3, 9, 21, 40};  // the last sees every token
+  std::vector<float> out(q.size());
+  ThreadPool pool(2);
+  attention(kernels, params, kv,
+            AttentionBatch{q.data(), heads * dim, positions.data(), n_q, out.data(), heads * dim},
+            pool);
+  for (size_t i = 0; i < n_q; ++i) {
+    const size_t n_keys = std::min<size_t>(static_cast<size_t>(positions[i]) + 1, tokens);
+    for (size_t h = 0; h < kv_heads; ++h) {
+      std::vector<float> want(2 * dim);
+      kernels.attend(q.data() + i * heads * dim + h * 2 * dim, 2, kv, h, n_keys, params,
+                     want.data());
+      EXPECT_EQ(std::memcmp(want.data(), out.data() + i * heads * dim + h * 2 * dim,
+                            want.size() * sizeof(float)),
+                0)
+          << "query " << i << " kv head " << h;
+    }
+  }
+  // Position 0 sees only token 0: the output is its value row.
+  for (size_t d = 0; d < dim; ++d) EXPECT_NEAR(out[d], v_pages[0][d], 1e-6f);
+}
+
+}  // namespace
+}  // namespace synapse
