@@ -24,9 +24,10 @@ class PortableRandom {
 };
 
 // e^x for x <= 0 (the only arguments sampling needs: logits minus their maximum), within a few
-// ulps of the true value and bit-identical everywhere: Cody-Waite reduction by ln 2, a degree-13
-// Taylor polynomial, then scaling by 2^n through the exponent bits. Returns 0 below -745 (and for
-// -inf), NaN for NaN; positive x is clamped to 0 (returns 1) — callers never pass it.
+// ulps of the true value and bit-identical everywhere: reduction by ln2/64 (Cody-Waite), a table
+// of 2^(j/64), a degree-5 polynomial, then scaling by 2^k through the exponent bits. Returns 0
+// below -745 (and for -inf), NaN for NaN; positive x is clamped to 0 (returns 1) — callers never
+// pass it.
 double portable_exp(double x);
 
 }  // namespace synapse

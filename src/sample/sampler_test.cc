@@ -302,10 +302,10 @@ TEST(Sampler, NonFiniteLogitsAreErrors) {
     SamplingParams p;
     p.temperature = temperature;
     p.seed = 3;
-    Sampler sampler = make_sampler(p, 100);
-    std::vector<float> logits(100, 0.5f);
+    Sampler sampler = make_sampler(p, 1000);  // several scan blocks and a tail
+    std::vector<float> logits(1000, 0.5f);
     for (float bad : {std::numeric_limits<float>::quiet_NaN(), kInf}) {
-      for (size_t at : {size_t{0}, size_t{57}, size_t{99}}) {
+      for (size_t at : {size_t{0}, size_t{577}, size_t{999}}) {
         logits[at] = bad;
         Result<int32_t> token = sampler.sample(logits);
         ASSERT_FALSE(token.ok());
@@ -318,7 +318,7 @@ TEST(Sampler, NonFiniteLogitsAreErrors) {
     logits[10] = -kInf;  // a ban, not a fault
     logits[20] = 1.0f;
     ASSERT_TRUE(sampler.sample(logits).ok());
-    Result<int32_t> short_row = sampler.sample(std::span<const float>(logits).first(99));
+    Result<int32_t> short_row = sampler.sample(std::span<const float>(logits).first(999));
     ASSERT_FALSE(short_row.ok());
     EXPECT_EQ(short_row.status().code(), ErrorCode::kInvalidArgument);
   }
