@@ -51,6 +51,18 @@ enum class ErrorCode : uint16_t {
   kMissingTensor = 201,
   // Kernels.
   kKernelMismatch = 300,
+  // Durable jobs and their storage.
+  kJobNotFound = 800,
+  kLeaseLost = 801,
+  kJobCancelled = 802,
+  kStorageFull = 803,
+  kStorageReadOnly = 804,
+  kIdempotencyConflict = 805,
+  kInvalidJson = 806,
+  kMissingField = 807,
+  kInvalidField = 808,
+  kDuplicateCustomId = 809,
+  kJobNotFinished = 810,
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };
