@@ -6,12 +6,11 @@
 // executes again once its page was committed (counted twice: by the store's hand-out counter and
 // by an execution log the fake model appends to).
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
@@ -39,8 +38,8 @@ const std::vector<int> kJobSizes = {40, 300, 7, 150, 1, 90, 220, 12};
 
 // The fake model: the response is a pure function of the request body.
 std::string fake_response(std::string_view body) {
-  return R"({"digest":")" + to_hex(sha256(as_bytes(body))).substr(0, 16) +
-         R"(","bytes":)" + std::to_string(body.size()) + "}";
+  return R"({"digest":")" + to_hex(sha256(as_bytes(body))).substr(0, 16) + R"(","bytes":)" +
+         std::to_string(body.size()) + "}";
 }
 
 class FakeModel final : public ItemRunner {
@@ -77,10 +76,10 @@ bool all_jobs_done(SqliteJobStore& store) {
   Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::open(db_path);
   if (!store.ok()) _exit(2);
   FakeModel model(log_fd);
-  const ExecutorOptions options{.owner = "executor-" + std::to_string(getpid()) + "-" +
-                                         std::to_string(executor),
-                                .lease_duration_ms = kLeaseMs,
-                                .items_per_commit = 8};
+  const ExecutorOptions options{
+      .owner = "executor-" + std::to_string(getpid()) + "-" + std::to_string(executor),
+      .lease_duration_ms = kLeaseMs,
+      .items_per_commit = 8};
   while (true) {
     Result<ExecutorResult> result = run_one_job(**store, model, options);
     if (result.ok() && *result == ExecutorResult::kNoJob) {
@@ -102,7 +101,7 @@ pid_t spawn_executor(const std::string& db_path, const std::string& log_path, in
 
 // Everything the parent observes between rounds.
 struct Snapshot {
-  std::map<std::string, std::string> page_hashes;  // "job/page" -> SHA-256 of its bytes
+  std::map<std::string, std::string> page_hashes;       // "job/page" -> SHA-256 of its bytes
   std::map<std::string, int64_t> committed_executions;  // custom_id -> hand-outs when committed
 };
 
@@ -114,8 +113,7 @@ Snapshot snapshot(SqliteJobStore& store, const std::vector<std::string>& job_ids
       Result<ResultPage> bytes = store.result_page(id, page);
       EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
       if (!bytes.ok()) continue;
-      result.page_hashes[id + "/" + std::to_string(page)] =
-          to_hex(sha256(as_bytes(bytes->jsonl)));
+      result.page_hashes[id + "/" + std::to_string(page)] = to_hex(sha256(as_bytes(bytes->jsonl)));
     }
     const std::vector<ItemInfo> items = *store.items(id);
     for (const ItemInfo& item : items) {
@@ -165,7 +163,8 @@ TEST(JobCrash, SigkillAtRandomMomentsLosesAndRepeatsNothingCommitted) {
       submission.job_class = j % 3 == 2 ? JobClass::kBackground : JobClass::kBatch;
       for (int i = 0; i < kJobSizes[j]; ++i) {
         const std::string custom_id = "j" + std::to_string(j) + "-" + std::to_string(i);
-        const std::string body = R"({"input":")" + custom_id + std::string(static_cast<size_t>(i % 17), '.') + "\"}";
+        const std::string body =
+            R"({"input":")" + custom_id + std::string(static_cast<size_t>(i % 17), '.') + "\"}";
         submission.requests.push_back(
             JobRequest{.custom_id = custom_id, .url = "/v1/embeddings", .body = body});
         expected[custom_id] = fake_response(body);
@@ -261,10 +260,11 @@ TEST(JobCrash, SigkillAtRandomMomentsLosesAndRepeatsNothingCommitted) {
   const std::vector<std::string> log = split_lines(synapse::testing::read_file_text(log_path));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("crash test: %d kills, %lld items in %zu jobs, %zu executions, %lld items run more "
-              "than once (killed before their commit), %.1f s, seed %llu\n",
-              kills, static_cast<long long>(total_items), job_ids.size(), log.size(),
-              static_cast<long long>(reexecuted), seconds, static_cast<unsigned long long>(seed));
+  std::printf(
+      "crash test: %d kills, %lld items in %zu jobs, %zu executions, %lld items run more "
+      "than once (killed before their commit), %.1f s, seed %llu\n",
+      kills, static_cast<long long>(total_items), job_ids.size(), log.size(),
+      static_cast<long long>(reexecuted), seconds, static_cast<unsigned long long>(seed));
 }
 
 }  // namespace

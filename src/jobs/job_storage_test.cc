@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Storage failures: a full disk (emulated by a page quota) and a read-only database file surface
 // as transient errors, never a crash or a corrupt database, and committed data stays readable.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
@@ -68,10 +67,10 @@ TEST(JobStorage, FullDiskIsATransientErrorAndKeepsCommittedData) {
 
     // A page commit into the full database fails the same way and leaves no partial page.
     const std::string big(200'000, 'y');
-    Status commit = (*store)
-                        ->commit_page(**lease, {ItemOutcome::success(
-                                                   1, R"({"v":")" + big + R"("})")})
-                        .status();
+    Status commit =
+        (*store)
+            ->commit_page(**lease, {ItemOutcome::success(1, R"({"v":")" + big + R"("})")})
+            .status();
     EXPECT_EQ(commit.code(), ErrorCode::kStorageFull) << commit.to_string();
     EXPECT_EQ((*store)->result_page(first_id, 1).status().code(), ErrorCode::kNotFound);
 

@@ -49,7 +49,7 @@ struct LineError {
 struct Submission {
   JobClass job_class = JobClass::kBatch;
   std::vector<JobRequest> requests;
-  std::vector<LineError> line_errors;  // kept with the job, shown with its status
+  std::vector<LineError> line_errors;       // kept with the job, shown with its status
   std::optional<int64_t> execution_ttl_ms;  // store default when absent
   std::optional<int64_t> retention_ttl_ms;  // store default when absent
 };

@@ -299,13 +299,12 @@ Result<std::optional<Lease>> SqliteJobStore::acquire(std::string_view owner,
   SYN_ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::begin(db_));
   // Batch before background, oldest first. A running job whose lease ran out belongs to a dead
   // (or hung) executor: taking it over with a new epoch fences that executor off.
-  SYN_ASSIGN_OR_RETURN(
-      SqliteStatement select,
-      db_.prepare("SELECT id, class, state, lease_owner FROM jobs "
-                  "WHERE ((state = 'queued' AND not_before_ms <= ?1) OR "
-                  "       (state = 'running' AND lease_deadline_ms <= ?1)) "
-                  "  AND execution_deadline_ms > ?1 "
-                  "ORDER BY class = 'background', seq LIMIT 1"));
+  SYN_ASSIGN_OR_RETURN(SqliteStatement select,
+                       db_.prepare("SELECT id, class, state, lease_owner FROM jobs "
+                                   "WHERE ((state = 'queued' AND not_before_ms <= ?1) OR "
+                                   "       (state = 'running' AND lease_deadline_ms <= ?1)) "
+                                   "  AND execution_deadline_ms > ?1 "
+                                   "ORDER BY class = 'background', seq LIMIT 1"));
   select.bind(1, now);
   SYN_ASSIGN_OR_RETURN(const bool found, select.step());
   if (!found) return std::optional<Lease>();
@@ -402,9 +401,9 @@ Result<CommitResult> SqliteJobStore::commit_page(const Lease& lease,
   sorted.reserve(outcomes.size());
   for (const ItemOutcome& outcome : outcomes) {
     if (outcome.error == ErrorCode::kOk && !is_json_object(outcome.response_json)) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "the response of item " + std::to_string(outcome.index) +
-                        " is not a JSON object");
+      return Status(
+          ErrorCode::kInvalidArgument,
+          "the response of item " + std::to_string(outcome.index) + " is not a JSON object");
     }
     sorted.push_back(&outcome);
   }
@@ -484,8 +483,8 @@ Result<CommitResult> SqliteJobStore::commit_page(const Lease& lease,
     select_item.bind(1, lease.job_id).bind(2, outcome->index);
     SYN_ASSIGN_OR_RETURN(const bool found, select_item.step());
     if (!found) {
-      return Status(ErrorCode::kInvalidArgument, "job " + lease.job_id + " has no item " +
-                                                     std::to_string(outcome->index));
+      return Status(ErrorCode::kInvalidArgument,
+                    "job " + lease.job_id + " has no item " + std::to_string(outcome->index));
     }
     if (select_item.column_text(1) != "pending") {
       return Status(ErrorCode::kInvalidArgument,
@@ -527,19 +526,22 @@ Result<CommitResult> SqliteJobStore::commit_page(const Lease& lease,
       db_.prepare("UPDATE jobs SET succeeded_count = succeeded_count + ?, "
                   "failed_count = failed_count + ?, page_count = ?, updated_ms = ? WHERE id = ? "
                   "RETURNING item_count - succeeded_count - failed_count"));
-  update_job.bind(1, succeeded).bind(2, failed).bind(3, next_page).bind(4, now).bind(5,
-                                                                                    lease.job_id);
+  update_job.bind(1, succeeded)
+      .bind(2, failed)
+      .bind(3, next_page)
+      .bind(4, now)
+      .bind(5, lease.job_id);
   SYN_ASSIGN_OR_RETURN(const bool updated, update_job.step());
   if (!updated) return job_not_found(lease.job_id);
   result.pending_items = update_job.column_int(0);
   (void)update_job.step();
   if (fault_hook_) SYN_RETURN_IF_ERROR(fault_hook_("job_updated"));
   if (!result.pages.empty()) {
-    SYN_RETURN_IF_ERROR(add_event(
-        lease.job_id, now, "page",
-        "pages " + std::to_string(result.pages.front()) + ".." +
-            std::to_string(result.pages.back()) + ", " + std::to_string(result.committed_items) +
-            " items, epoch " + std::to_string(lease.epoch)));
+    SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, "page",
+                                  "pages " + std::to_string(result.pages.front()) + ".." +
+                                      std::to_string(result.pages.back()) + ", " +
+                                      std::to_string(result.committed_items) + " items, epoch " +
+                                      std::to_string(lease.epoch)));
   }
   if (result.retried_items > 0) {
     SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, "retry",
@@ -572,9 +574,9 @@ Status SqliteJobStore::release(const Lease& lease, int64_t not_before_ms) {
                                    "lease_deadline_ms = NULL, not_before_ms = ?, updated_ms = ? "
                                    "WHERE id = ?"));
   SYN_RETURN_IF_ERROR(update.bind(1, not_before_ms).bind(2, now).bind(3, lease.job_id).run());
-  SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, "released",
-                                "until " + std::to_string(not_before_ms) + ", epoch " +
-                                    std::to_string(lease.epoch)));
+  SYN_RETURN_IF_ERROR(add_event(
+      lease.job_id, now, "released",
+      "until " + std::to_string(not_before_ms) + ", epoch " + std::to_string(lease.epoch)));
   return txn.commit();
 }
 
@@ -621,8 +623,8 @@ Status SqliteJobStore::complete(const Lease& lease) {
 }
 
 Status SqliteJobStore::fail(const Lease& lease, ErrorCode code, std::string_view message) {
-  return finish_leased(lease, JobState::kFailed, code == ErrorCode::kOk ? ErrorCode::kInternal : code,
-                       message);
+  return finish_leased(lease, JobState::kFailed,
+                       code == ErrorCode::kOk ? ErrorCode::kInternal : code, message);
 }
 
 Result<JobInfo> SqliteJobStore::cancel(std::string_view job_id) {
@@ -637,8 +639,8 @@ Result<JobInfo> SqliteJobStore::cancel(std::string_view job_id) {
                        db_.prepare("UPDATE jobs SET state = 'cancelled', lease_deadline_ms = NULL, "
                                    "finished_ms = ?, updated_ms = ? WHERE id = ?"));
   SYN_RETURN_IF_ERROR(update.bind(1, now).bind(2, now).bind(3, job_id).run());
-  SYN_RETURN_IF_ERROR(add_event(job_id, now, "cancelled", "was " +
-                                                              std::string(job_state_name(job.state))));
+  SYN_RETURN_IF_ERROR(
+      add_event(job_id, now, "cancelled", "was " + std::string(job_state_name(job.state))));
   SYN_ASSIGN_OR_RETURN(job, load_job(job_id));
   SYN_RETURN_IF_ERROR(txn.commit());
   return job;

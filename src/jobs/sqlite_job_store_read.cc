@@ -60,8 +60,8 @@ JobInfo read_job(const SqliteStatement& row, bool with_line_errors) {
 }  // namespace
 
 Result<JobInfo> SqliteJobStore::load_job(std::string_view job_id) {
-  SYN_ASSIGN_OR_RETURN(SqliteStatement select,
-                       db_.prepare("SELECT " + std::string(kJobColumns) + " FROM jobs WHERE id = ?"));
+  SYN_ASSIGN_OR_RETURN(SqliteStatement select, db_.prepare("SELECT " + std::string(kJobColumns) +
+                                                           " FROM jobs WHERE id = ?"));
   select.bind(1, job_id);
   SYN_ASSIGN_OR_RETURN(const bool found, select.step());
   if (!found) return job_not_found(job_id);
@@ -102,7 +102,8 @@ Result<ResultPage> SqliteJobStore::result_page(std::string_view job_id, int64_t 
     SqliteDb& db;
     ~Rollback() { (void)db.exec("ROLLBACK"); }
   } rollback{db_};
-  SYN_ASSIGN_OR_RETURN(SqliteStatement job, db_.prepare("SELECT page_count FROM jobs WHERE id = ?"));
+  SYN_ASSIGN_OR_RETURN(SqliteStatement job,
+                       db_.prepare("SELECT page_count FROM jobs WHERE id = ?"));
   job.bind(1, job_id);
   SYN_ASSIGN_OR_RETURN(const bool job_found, job.step());
   if (!job_found) return job_not_found(job_id);
@@ -158,16 +159,16 @@ Result<std::vector<ItemInfo>> SqliteJobStore::items(std::string_view job_id) {
   while (true) {
     SYN_ASSIGN_OR_RETURN(const bool row, select.step());
     if (!row) break;
-    items.push_back(ItemInfo{
-        .index = select.column_int(0),
-        .custom_id = select.column_text(1),
-        .state = item_state_from_name(select.column_text(2)).value_or(ItemState::kPending),
-        .attempts = select.column_int(3),
-        .executed_count = select.column_int(4),
-        .not_before_ms = select.column_int(5),
-        .last_error = error_code_from_name(select.column_text(6)).value_or(ErrorCode::kOk),
-        .last_error_message = select.column_text(7),
-        .page = select.column_optional_int(8)});
+    items.push_back(
+        ItemInfo{.index = select.column_int(0),
+                 .custom_id = select.column_text(1),
+                 .state = item_state_from_name(select.column_text(2)).value_or(ItemState::kPending),
+                 .attempts = select.column_int(3),
+                 .executed_count = select.column_int(4),
+                 .not_before_ms = select.column_int(5),
+                 .last_error = error_code_from_name(select.column_text(6)).value_or(ErrorCode::kOk),
+                 .last_error_message = select.column_text(7),
+                 .page = select.column_optional_int(8)});
   }
   return items;
 }

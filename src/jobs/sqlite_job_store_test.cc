@@ -141,9 +141,12 @@ TEST_F(JobStoreTest, RunsAJobThroughPagesAndCompletes) {
   // Readable while running, with no next page yet.
   Result<ResultPage> page = store_->result_page(id, 0);
   ASSERT_TRUE(page.ok());
-  EXPECT_EQ(page->jsonl, R"({"custom_id":"req-0","response":{"text":"echo 0"}})" "\n"
-                         R"({"custom_id":"req-1","response":{"text":"echo 1"}})" "\n"
-                         R"({"custom_id":"req-2","response":{"text":"echo 2"}})" "\n");
+  EXPECT_EQ(page->jsonl, R"({"custom_id":"req-0","response":{"text":"echo 0"}})"
+                         "\n"
+                         R"({"custom_id":"req-1","response":{"text":"echo 1"}})"
+                         "\n"
+                         R"({"custom_id":"req-2","response":{"text":"echo 2"}})"
+                         "\n");
   EXPECT_FALSE(page->next_page.has_value());
   EXPECT_EQ(store_->complete(lease).code(), ErrorCode::kJobNotFinished);
 
@@ -168,9 +171,11 @@ TEST_F(JobStoreTest, RunsAJobThroughPagesAndCompletes) {
   EXPECT_EQ(page->next_page, 1);
   page = store_->result_page(id, 1);
   ASSERT_TRUE(page.ok());
-  EXPECT_EQ(page->jsonl, R"({"custom_id":"req-3","response":{"text":"three"}})" "\n"
+  EXPECT_EQ(page->jsonl, R"({"custom_id":"req-3","response":{"text":"three"}})"
+                         "\n"
                          R"({"custom_id":"req-4","error":{"code":"invalid_argument",)"
-                         R"("message":"prompt too long"}})" "\n");
+                         R"("message":"prompt too long"}})"
+                         "\n");
   EXPECT_EQ(store_->result_page(id, 2).status().code(), ErrorCode::kNotFound);
   EXPECT_EQ(store_->get_job("job_nope").status().code(), ErrorCode::kJobNotFound);
   EXPECT_EQ(store_->result_page("job_nope", 0).status().code(), ErrorCode::kJobNotFound);
@@ -211,8 +216,7 @@ TEST_F(JobStoreTest, StaleEpochCannotWriteAfterTakeover) {
   EXPECT_EQ(second.job_id, first.job_id);
   EXPECT_EQ(second.epoch, first.epoch + 1);
 
-  EXPECT_EQ(store_->commit_page(first, succeed_all(*next)).status().code(),
-            ErrorCode::kLeaseLost);
+  EXPECT_EQ(store_->commit_page(first, succeed_all(*next)).status().code(), ErrorCode::kLeaseLost);
   EXPECT_EQ(store_->renew(first, 1000).status().code(), ErrorCode::kLeaseLost);
   EXPECT_EQ(store_->complete(first).code(), ErrorCode::kLeaseLost);
   EXPECT_EQ(store_->next_items(first, 2).status().code(), ErrorCode::kLeaseLost);
@@ -256,8 +260,7 @@ TEST_F(JobStoreTest, PageCommitIsAtomic) {
     store_->set_fault_hook_for_testing([point](std::string_view at) {
       return at == point ? Status(ErrorCode::kIoError, "injected failure") : ok_status();
     });
-    EXPECT_EQ(store_->commit_page(lease, succeed_all(*next)).status().code(),
-              ErrorCode::kIoError);
+    EXPECT_EQ(store_->commit_page(lease, succeed_all(*next)).status().code(), ErrorCode::kIoError);
     // Nothing of the failed transaction is visible: no page, no item state, no progress.
     EXPECT_EQ(store_->result_page(id, 0).status().code(), ErrorCode::kNotFound) << point;
     Result<JobInfo> job = store_->get_job(id);
@@ -283,11 +286,11 @@ TEST_F(JobStoreTest, CommitRejectsBadOutcomes) {
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(store_->commit_page(lease, {ItemOutcome::success(0, "not json")}).status().code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(store_->commit_page(lease, {ItemOutcome::success(0, "{}"),
-                                        ItemOutcome::success(0, "{}")})
-                .status()
-                .code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      store_->commit_page(lease, {ItemOutcome::success(0, "{}"), ItemOutcome::success(0, "{}")})
+          .status()
+          .code(),
+      ErrorCode::kInvalidArgument);
   ASSERT_TRUE(store_->commit_page(lease, {ItemOutcome::success(0, "{}")}).ok());
   // A committed item never gets a second result.
   EXPECT_EQ(store_->commit_page(lease, {ItemOutcome::success(0, "{}")}).status().code(),

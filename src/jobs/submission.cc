@@ -160,8 +160,7 @@ class SubmissionBuilder {
 Status check_input_size(std::string_view text, const SubmissionLimits& limits) {
   if (static_cast<int64_t>(text.size()) > limits.max_input_bytes) {
     return Status(ErrorCode::kLimitExceeded, "the submission is larger than " +
-                                                 std::to_string(limits.max_input_bytes) +
-                                                 " bytes");
+                                                 std::to_string(limits.max_input_bytes) + " bytes");
   }
   return ok_status();
 }
@@ -196,10 +195,9 @@ Result<Submission> parse_jsonl_submission(std::string_view text, JobClass job_cl
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     if (static_cast<int64_t>(line.size()) > limits.max_line_bytes) {
-      builder.add_error(line_number,
-                        Status(ErrorCode::kLimitExceeded,
-                               "line longer than " + std::to_string(limits.max_line_bytes) +
-                                   " bytes"));
+      builder.add_error(line_number, Status(ErrorCode::kLimitExceeded,
+                                            "line longer than " +
+                                                std::to_string(limits.max_line_bytes) + " bytes"));
       continue;
     }
     json value;

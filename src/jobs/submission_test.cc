@@ -15,8 +15,8 @@ std::string line(std::string_view custom_id, std::string_view url = "/v1/complet
 }
 
 TEST(Submission, ParsesJsonlLines) {
-  const std::string text = line("a") + "\n" + line("b", "/v1/chat/completions",
-                                                   R"({"messages":[],"model":"m"})") +
+  const std::string text = line("a") + "\n" +
+                           line("b", "/v1/chat/completions", R"({"messages":[],"model":"m"})") +
                            "\r\n\n" + line("c", "/v1/embeddings", R"({"input":"x"})") + "\n";
   Result<Submission> parsed = parse_jsonl_submission(text, JobClass::kBackground);
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
@@ -29,25 +29,28 @@ TEST(Submission, ParsesJsonlLines) {
 }
 
 TEST(Submission, ReportsBadLinesAndKeepsTheValidOnes) {
-  const std::string text = line("ok1") + "\n" +          // 1
-                           "{not json\n" +                // 2
-                           R"({"method":"POST","url":"/v1/completions","body":{}})" "\n" +  // 3
-                           line("x", "/v1/images") + "\n" +                             // 4
-                           line("ok1") + "\n" +                                         // 5
+  const std::string text = line("ok1") + "\n" +  // 1
+                           "{not json\n" +       // 2
+                           R"({"method":"POST","url":"/v1/completions","body":{}})"
+                           "\n" +  // 3
+                           line("x", "/v1/images") +
+                           "\n" +                // 4
+                           line("ok1") + "\n" +  // 5
                            R"({"custom_id":"y","method":"GET","url":"/v1/completions","body":{}})"
-                           "\n" +                                                       // 6
-                           line("z", "/v1/completions", "[1]") + "\n" +                 // 7
-                           std::string(70, '[') + "\n" +                                // 8
-                           line("ok2") + "\n";                                          // 9
+                           "\n" +  // 6
+                           line("z", "/v1/completions", "[1]") +
+                           "\n" +                         // 7
+                           std::string(70, '[') + "\n" +  // 8
+                           line("ok2") + "\n";            // 9
   Result<Submission> parsed = parse_jsonl_submission(text, JobClass::kBatch);
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
   ASSERT_EQ(parsed->requests.size(), 2u);
   EXPECT_EQ(parsed->requests[0].custom_id, "ok1");
   EXPECT_EQ(parsed->requests[1].custom_id, "ok2");
   const std::vector<std::pair<int64_t, ErrorCode>> expected = {
-      {2, ErrorCode::kInvalidJson},         {3, ErrorCode::kMissingField},
-      {4, ErrorCode::kInvalidField},        {5, ErrorCode::kDuplicateCustomId},
-      {6, ErrorCode::kInvalidField},        {7, ErrorCode::kInvalidField},
+      {2, ErrorCode::kInvalidJson},   {3, ErrorCode::kMissingField},
+      {4, ErrorCode::kInvalidField},  {5, ErrorCode::kDuplicateCustomId},
+      {6, ErrorCode::kInvalidField},  {7, ErrorCode::kInvalidField},
       {8, ErrorCode::kLimitExceeded},
   };
   ASSERT_EQ(parsed->line_errors.size(), expected.size());
@@ -62,10 +65,10 @@ TEST(Submission, EnforcesLimits) {
   SubmissionLimits limits;
   limits.max_line_bytes = 120;
   limits.max_requests = 2;
-  const std::string text = line("a") + "\n" + line("b", "/v1/completions",
-                                                   R"({"prompt":")" + std::string(200, 'x') +
-                                                       R"("})") +
-                           "\n" + line("c") + "\n" + line("d") + "\n";
+  const std::string text =
+      line("a") + "\n" +
+      line("b", "/v1/completions", R"({"prompt":")" + std::string(200, 'x') + R"("})") + "\n" +
+      line("c") + "\n" + line("d") + "\n";
   Result<Submission> parsed = parse_jsonl_submission(text, JobClass::kBatch, limits);
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->requests.size(), 2u);
@@ -110,12 +113,12 @@ TEST(Submission, ParsesTheJsonForm) {
 
 TEST(Submission, DigestIsCanonical) {
   // Key order and spacing in the body do not change the digest; content and class do.
-  Result<Submission> a = parse_jsonl_submission(line("a", "/v1/completions", R"({"x":1,"y":2})"),
-                                                JobClass::kBatch);
+  Result<Submission> a =
+      parse_jsonl_submission(line("a", "/v1/completions", R"({"x":1,"y":2})"), JobClass::kBatch);
   Result<Submission> b = parse_jsonl_submission(
       line("a", "/v1/completions", R"({ "y": 2, "x": 1 })"), JobClass::kBatch);
-  Result<Submission> c = parse_jsonl_submission(line("a", "/v1/completions", R"({"x":1,"y":3})"),
-                                                JobClass::kBatch);
+  Result<Submission> c =
+      parse_jsonl_submission(line("a", "/v1/completions", R"({"x":1,"y":3})"), JobClass::kBatch);
   Result<Submission> d = parse_jsonl_submission(line("a", "/v1/completions", R"({"x":1,"y":2})"),
                                                 JobClass::kBackground);
   ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
