@@ -139,6 +139,7 @@ Result<std::unique_ptr<SqliteJobStore>> SqliteJobStore::open(const std::string& 
     SYN_RETURN_IF_ERROR(db.set_max_page_count(*options.max_database_pages));
   }
   std::unique_ptr<SqliteJobStore> store(new SqliteJobStore(std::move(db), std::move(options)));
+  store->read_only_ = store->db_.read_only();
   SYN_RETURN_IF_ERROR(store->migrate());
   return store;
 }
@@ -294,6 +295,9 @@ Result<SubmitResult> SqliteJobStore::submit(const Submission& submission,
 
 Result<std::optional<Lease>> SqliteJobStore::acquire(std::string_view owner,
                                                      int64_t lease_duration_ms) {
+  if (lease_duration_ms <= 0) {
+    return Status(ErrorCode::kInvalidArgument, "a lease lasts a positive time");
+  }
   const std::lock_guard lock(mutex_);
   const int64_t now = now_ms();
   SYN_ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::begin(db_));

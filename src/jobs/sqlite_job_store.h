@@ -66,7 +66,7 @@ class SqliteJobStore final : public JobStore {
   Result<std::vector<ItemInfo>> items(std::string_view job_id) override;
   Result<ExpireResult> expire() override;
 
-  bool read_only() const { return db_.read_only(); }
+  bool read_only() const { return read_only_; }
 
   // Test hook: called at named points inside commit_page's transaction ("items_updated" after
   // the pages and item states are written, "job_updated" after the job's progress); an error it
@@ -90,6 +90,7 @@ class SqliteJobStore final : public JobStore {
   SqliteDb db_;
   SqliteJobStoreOptions options_;
   std::function<Status(std::string_view)> fault_hook_;
+  bool read_only_ = false;  // fixed at open
 };
 
 }  // namespace synapse::jobs
