@@ -59,6 +59,26 @@ constexpr std::array kTable = {
                   "a kernel disagrees with its reference"},
     ErrorCodeInfo{ErrorCode::kNumericFault, "numeric_fault", kP, 500,
                   "a computation produced NaN or infinity"},
+    // Storage problems are transient: freeing disk space or fixing permissions lets a retry work.
+    ErrorCodeInfo{ErrorCode::kJobNotFound, "job_not_found", kP, 404, "no job with this id"},
+    ErrorCodeInfo{ErrorCode::kLeaseLost, "lease_lost", kP, 409,
+                  "the job's lease was taken over or ended (stale epoch)"},
+    ErrorCodeInfo{ErrorCode::kJobCancelled, "job_cancelled", kP, 409, "the job was cancelled"},
+    ErrorCodeInfo{ErrorCode::kStorageFull, "storage_full", kT, 507,
+                  "the database's disk or quota is full"},
+    ErrorCodeInfo{ErrorCode::kStorageReadOnly, "storage_read_only", kT, 503,
+                  "the database cannot be written"},
+    ErrorCodeInfo{ErrorCode::kIdempotencyConflict, "idempotency_conflict", kP, 422,
+                  "the idempotency key was used with a different request"},
+    ErrorCodeInfo{ErrorCode::kInvalidJson, "invalid_json", kP, 400, "input is not valid JSON"},
+    ErrorCodeInfo{ErrorCode::kMissingField, "missing_field", kP, 400,
+                  "a required field is missing"},
+    ErrorCodeInfo{ErrorCode::kInvalidField, "invalid_field", kP, 400,
+                  "a field has the wrong type or value"},
+    ErrorCodeInfo{ErrorCode::kDuplicateCustomId, "duplicate_custom_id", kP, 400,
+                  "custom_id repeats within one job"},
+    ErrorCodeInfo{ErrorCode::kJobNotFinished, "job_not_finished", kP, 409,
+                  "the job still has items to run"},
 };
 
 }  // namespace

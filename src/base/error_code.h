@@ -52,6 +52,18 @@ enum class ErrorCode : uint16_t {
   // Kernels and numerics.
   kKernelMismatch = 300,
   kNumericFault = 301,  // a computation produced NaN or infinity (e.g. logits)
+  // Durable jobs and their storage.
+  kJobNotFound = 800,
+  kLeaseLost = 801,
+  kJobCancelled = 802,
+  kStorageFull = 803,
+  kStorageReadOnly = 804,
+  kIdempotencyConflict = 805,
+  kInvalidJson = 806,
+  kMissingField = 807,
+  kInvalidField = 808,
+  kDuplicateCustomId = 809,
+  kJobNotFinished = 810,
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sqlite/sqlite_db.h"
 #include "store/blob_lock.h"
-#include "store/sqlite_db.h"
 
 namespace synapse {
 

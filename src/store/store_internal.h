@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
+#include "sqlite/sqlite_db.h"
 #include "store/model_store.h"
-#include "store/sqlite_db.h"
 
 namespace synapse {
 

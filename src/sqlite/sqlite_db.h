@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // A thin RAII layer over the SQLite C API: a connection, prepared statements with typed binds and
-// columns, and transactions that roll back unless committed. Errors become Status values
-// (SQLITE_BUSY after the busy timeout is `unavailable`, a transient code). A connection belongs to
-// one thread at a time.
+// columns, and transactions that roll back unless committed. Errors become Status values with
+// transient codes where waiting or an operator can fix them: SQLITE_BUSY after the busy timeout is
+// `unavailable`, a full disk (or the page limit) `storage_full`, a read-only file
+// `storage_read_only`. A connection belongs to one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,13 @@ class SqliteDb {
   Status exec(std::string_view sql);
   Result<SqliteStatement> prepare(std::string_view sql);
   const std::string& path() const { return path_; }
+  // Rows changed by the last INSERT, UPDATE or DELETE.
+  int64_t changes() const;
+  // True when SQLite opened the file read-only (e.g. the file is not writable).
+  bool read_only() const;
+  // Caps the database at this many pages (PRAGMA max_page_count): writes past it fail with
+  // `storage_full`, which is how a quota, or a full disk in tests, looks to callers.
+  Status set_max_page_count(int64_t pages);
 
   Status error(std::string_view what) const;
 
@@ -59,10 +67,13 @@ class SqliteStatement {
   Result<bool> step();
   // Runs a statement that returns no rows.
   Status run();
+  // Makes the statement ready to run again with new binds (e.g. one insert per row).
+  void reset();
 
   std::string column_text(int index) const;
   int64_t column_int(int index) const;
   std::optional<int64_t> column_optional_int(int index) const;
+  std::optional<std::string> column_optional_text(int index) const;
 
  private:
   SqliteStatement(const SqliteDb* db, sqlite3_stmt* statement) : db_(db), statement_(statement) {}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/sqlite_db.h"
+#include "sqlite/sqlite_db.h"
 
 #include <sqlite3.h>
 
+#include <string>
 #include <utility>
 
 namespace synapse {
@@ -14,11 +15,28 @@ void SqliteStatement::Finalizer::operator()(sqlite3_stmt* statement) const {
 
 Status SqliteDb::error(std::string_view what) const {
   const int code = sqlite3_extended_errcode(db_.get()) & 0xFF;
-  const ErrorCode mapped = code == SQLITE_BUSY || code == SQLITE_LOCKED  ? ErrorCode::kUnavailable
-                           : code == SQLITE_FULL || code == SQLITE_IOERR ? ErrorCode::kIoError
-                           : code == SQLITE_READONLY || code == SQLITE_PERM
-                               ? ErrorCode::kPermissionDenied
-                               : ErrorCode::kInternal;
+  ErrorCode mapped = ErrorCode::kInternal;
+  switch (code) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      mapped = ErrorCode::kUnavailable;
+      break;
+    case SQLITE_FULL:
+      mapped = ErrorCode::kStorageFull;
+      break;
+    case SQLITE_READONLY:
+      mapped = ErrorCode::kStorageReadOnly;
+      break;
+    case SQLITE_PERM:
+      mapped = ErrorCode::kPermissionDenied;
+      break;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+      mapped = ErrorCode::kIoError;
+      break;
+    default:
+      break;
+  }
   return Status(mapped, "sqlite: " + std::string(what) + ": " + sqlite3_errmsg(db_.get()),
                 ErrorWhere{.path = path_});
 }
@@ -50,6 +68,14 @@ Status SqliteDb::exec(std::string_view sql) {
     return error(text);
   }
   return ok_status();
+}
+
+int64_t SqliteDb::changes() const { return sqlite3_changes64(db_.get()); }
+
+bool SqliteDb::read_only() const { return sqlite3_db_readonly(db_.get(), "main") == 1; }
+
+Status SqliteDb::set_max_page_count(int64_t pages) {
+  return exec("PRAGMA max_page_count=" + std::to_string(pages));
 }
 
 Result<SqliteStatement> SqliteDb::prepare(std::string_view sql) {
@@ -88,6 +114,16 @@ Status SqliteStatement::run() {
   SYN_ASSIGN_OR_RETURN(const bool row, step());
   (void)row;
   return ok_status();
+}
+
+void SqliteStatement::reset() {
+  sqlite3_reset(statement_.get());
+  sqlite3_clear_bindings(statement_.get());
+}
+
+std::optional<std::string> SqliteStatement::column_optional_text(int index) const {
+  if (sqlite3_column_type(statement_.get(), index) == SQLITE_NULL) return std::nullopt;
+  return column_text(index);
 }
 
 std::string SqliteStatement::column_text(int index) const {

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// Plain values exchanged with the job store: submissions, job and item records, leases, item
+// outcomes and result pages. No behaviour lives here beyond name conversions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error_code.h"
+
+namespace synapse::jobs {
+
+// batch: bulk work with a completion window; background: best effort after batch work.
+enum class JobClass : uint8_t { kBatch, kBackground };
+
+// queued → running → completed | failed | cancelled | expired (docs/jobs.md has the diagram).
+enum class JobState : uint8_t { kQueued, kRunning, kCompleted, kFailed, kCancelled, kExpired };
+
+// pending: no final result yet (maybe waiting for a retry); succeeded / failed: its result is in
+// a committed page.
+enum class ItemState : uint8_t { kPending, kSucceeded, kFailed };
+
+std::string_view job_class_name(JobClass job_class);
+std::optional<JobClass> job_class_from_name(std::string_view name);
+std::string_view job_state_name(JobState state);
+std::optional<JobState> job_state_from_name(std::string_view name);
+std::string_view item_state_name(ItemState state);
+std::optional<ItemState> item_state_from_name(std::string_view name);
+bool is_terminal(JobState state);
+
+// One request of a submission, shaped like a line of OpenAI's batch JSONL.
+struct JobRequest {
+  std::string custom_id;
+  std::string url;   // /v1/completions, /v1/chat/completions or /v1/embeddings
+  std::string body;  // the request body as canonical JSON (sorted keys, no spaces)
+};
+
+// A line (JSONL) or array element (JSON form) the parser rejected; the others still form the job.
+struct LineError {
+  int64_t line = 0;  // 1-based line number, or 1-based index in "requests" for the JSON form
+  ErrorCode code = ErrorCode::kOk;
+  std::string message;
+};
+
+// A parsed submission, ready for JobStore::submit.
+struct Submission {
+  JobClass job_class = JobClass::kBatch;
+  std::vector<JobRequest> requests;
+  std::vector<LineError> line_errors;       // kept with the job, shown with its status
+  std::optional<int64_t> execution_ttl_ms;  // store default when absent
+  std::optional<int64_t> retention_ttl_ms;  // store default when absent
+};
+
+struct JobCounts {
+  int64_t total = 0;      // valid requests (items)
+  int64_t succeeded = 0;  // items with a committed response
+  int64_t failed = 0;     // items with a committed error
+  int64_t invalid_lines = 0;
+  int64_t pending() const { return total - succeeded - failed; }
+};
+
+struct JobInfo {
+  std::string id;
+  std::optional<std::string> idempotency_key;
+  std::string request_digest;  // SHA-256 hex of the canonical submission
+  JobClass job_class = JobClass::kBatch;
+  JobState state = JobState::kQueued;
+  JobCounts counts;
+  int64_t attempts = 0;  // leases granted so far
+  int64_t page_count = 0;
+  std::optional<std::string> lease_owner;
+  int64_t lease_epoch = 0;
+  std::optional<int64_t> lease_deadline_ms;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+  int64_t execution_deadline_ms = 0;  // not finished by then → expired
+  int64_t retention_ttl_ms = 0;       // kept this long after reaching a terminal state
+  std::optional<int64_t> finished_ms;
+  ErrorCode error_code = ErrorCode::kOk;  // why the job failed, if it did
+  std::string error_message;
+  std::vector<LineError> line_errors;  // filled by get_job only
+};
+
+struct SubmitResult {
+  JobInfo job;
+  bool created = false;  // false: an earlier job with the same key or digest was returned
+};
+
+// The right to work on a job, valid while `epoch` is the job's current epoch.
+struct Lease {
+  std::string job_id;
+  std::string owner;
+  int64_t epoch = 0;
+  int64_t deadline_ms = 0;
+  JobClass job_class = JobClass::kBatch;
+};
+
+// An item handed to an executor.
+struct WorkItem {
+  int64_t index = 0;  // 0-based position in the job
+  std::string custom_id;
+  std::string url;
+  std::string body;
+  int64_t attempts = 0;         // outcomes recorded before (transient failures)
+  int64_t executed_before = 0;  // hand-outs before this one (crashes included)
+};
+
+struct NextItems {
+  std::vector<WorkItem> items;
+  // When `items` is empty but items remain (waiting out a retry back-off): when the first is due.
+  std::optional<int64_t> next_retry_ms;
+};
+
+// What an executor reports for one item: a response object, or an error classified by its code.
+struct ItemOutcome {
+  int64_t index = 0;
+  std::string response_json;  // a JSON object when `error` is kOk
+  ErrorCode error = ErrorCode::kOk;
+  std::string error_message;
+
+  static ItemOutcome success(int64_t index, std::string response_json) {
+    return {.index = index, .response_json = std::move(response_json)};
+  }
+  static ItemOutcome failure(int64_t index, ErrorCode code, std::string message) {
+    return {.index = index, .error = code, .error_message = std::move(message)};
+  }
+};
+
+struct CommitResult {
+  std::vector<int64_t> pages;  // page numbers written (none when every outcome was a retry)
+  int64_t committed_items = 0;
+  int64_t retried_items = 0;  // transient failures left pending with a back-off
+  int64_t pending_items = 0;  // items of the job still without a final result
+};
+
+// Committed results: JSONL, one `{"custom_id", "response"}` or `{"custom_id", "error"}` per line,
+// items in index order.
+struct ResultPage {
+  std::string job_id;
+  int64_t page = 0;  // 0-based
+  int64_t first_item = 0;
+  int64_t last_item = 0;
+  int64_t item_count = 0;
+  std::string jsonl;
+  std::optional<int64_t> next_page;  // absent: no later page committed yet
+};
+
+struct JobFilter {
+  std::optional<JobState> state;
+  std::optional<JobClass> job_class;
+  int64_t limit = 100;
+  std::optional<std::string> after;  // cursor: the last id of the previous page of the listing
+};
+
+struct JobEvent {
+  int64_t time_ms = 0;
+  std::string kind;  // submitted, leased, page, retry, completed, failed, cancelled, expired, ...
+  std::string detail;
+};
+
+struct ExpireResult {
+  int64_t expired = 0;  // jobs marked expired (execution deadline passed)
+  int64_t deleted = 0;  // jobs removed with their results (retention ended)
+};
+
+// Per-item view for tests and diagnostics.
+struct ItemInfo {
+  int64_t index = 0;
+  std::string custom_id;
+  ItemState state = ItemState::kPending;
+  int64_t attempts = 0;
+  int64_t executed_count = 0;
+  int64_t not_before_ms = 0;
+  ErrorCode last_error = ErrorCode::kOk;
+  std::string last_error_message;
+  std::optional<int64_t> page;
+};
+
+}  // namespace synapse::jobs
