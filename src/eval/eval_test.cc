@@ -144,8 +144,9 @@ TEST(Perplexity, MatchesThePlainProtocol) {
     o.bos_id = 5;
     FakeModel model;
     std::vector<size_t> observed;
-    auto result = compute_perplexity(tokens, o, kVocab, model.scorer(),
-                                     [&](size_t chunk, size_t, double) { observed.push_back(chunk); });
+    auto result =
+        compute_perplexity(tokens, o, kVocab, model.scorer(),
+                           [&](size_t chunk, size_t, double) { observed.push_back(chunk); });
     ASSERT_TRUE(result.ok()) << result.status().to_string();
     std::vector<double> running;
     const double expected = reference_ppl(tokens, 64, add_bos, 5, &running);
@@ -192,12 +193,12 @@ TEST(Perplexity, UniformLogitsGiveTheVocabularySize) {
   PerplexityOptions o;
   o.n_ctx = 32;
   o.add_bos = false;
-  auto r = compute_perplexity(tokens, o, kVocab,
-                              [](std::span<const std::vector<int32_t>>, size_t, size_t,
-                                 std::span<float> logits) {
-                                std::fill(logits.begin(), logits.end(), 0.5f);
-                                return ok_status();
-                              });
+  auto r = compute_perplexity(
+      tokens, o, kVocab,
+      [](std::span<const std::vector<int32_t>>, size_t, size_t, std::span<float> logits) {
+        std::fill(logits.begin(), logits.end(), 0.5f);
+        return ok_status();
+      });
   ASSERT_TRUE(r.ok());
   EXPECT_NEAR(r->ppl, static_cast<double>(kVocab), 1e-9);
   EXPECT_NEAR(r->ppl_error, 0.0, 1e-5);  // sum_sq/n - mean^2 rounds, as in llama-perplexity
@@ -208,13 +209,13 @@ TEST(Perplexity, NonFiniteLogitsAndBadTokensAreErrors) {
   o.n_ctx = 16;
   o.add_bos = false;
   const auto tokens = random_tokens(64, 4);
-  auto nan = compute_perplexity(tokens, o, kVocab,
-                                [](std::span<const std::vector<int32_t>>, size_t, size_t,
-                                   std::span<float> logits) {
-                                  std::fill(logits.begin(), logits.end(), 0.0f);
-                                  logits[40] = NAN;
-                                  return ok_status();
-                                });
+  auto nan = compute_perplexity(
+      tokens, o, kVocab,
+      [](std::span<const std::vector<int32_t>>, size_t, size_t, std::span<float> logits) {
+        std::fill(logits.begin(), logits.end(), 0.0f);
+        logits[40] = NAN;
+        return ok_status();
+      });
   ASSERT_FALSE(nan.ok());
   EXPECT_NE(nan.status().message().find("non-finite"), std::string::npos);
   auto bad = tokens;
@@ -304,6 +305,60 @@ TEST(TokenScores, ScoresEveryTokenAfterTheFirst) {
   EXPECT_DOUBLE_EQ(r->sum_log_prob, sum);
   EXPECT_FALSE(score_sequence(std::vector<int32_t>{1}, kVocab, 0, model.scorer()).ok());
   EXPECT_FALSE(score_sequence(tokens, kVocab, 4, model.scorer()).ok());  // longer than context
+}
+
+}  // namespace
+}  // namespace synapse
+
+namespace synapse {
+namespace {
+
+TEST(KlDivergence, SavedReferenceAgainstItselfAndAPerturbedModel) {
+  const std::string path = ::testing::TempDir() + "synapse_kld_roundtrip.logits";
+  const auto tokens = random_tokens(700, 21);
+  PerplexityOptions o;
+  o.n_ctx = 64;
+  o.bos_id = 3;
+  o.max_chunks = 1;  // one chunk is allowed; the text still has two
+  FakeModel reference_model;
+  auto saved = save_reference_logits(path, tokens, o, kVocab, reference_model.scorer());
+  ASSERT_TRUE(saved.ok()) << saved.status().to_string();
+  o.max_chunks = 0;
+  auto all = save_reference_logits(path, tokens, o, kVocab, reference_model.scorer());
+  ASSERT_TRUE(all.ok());
+  auto file = ReferenceLogitsFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  EXPECT_EQ(file->header().n_chunks, 10u);
+
+  FakeModel same;
+  auto self = compute_kl_divergence(*file, kVocab, 256, same.scorer());
+  ASSERT_TRUE(self.ok()) << self.status().to_string();
+  EXPECT_EQ(self->report.kld_mean, 0.0);
+  EXPECT_EQ(self->report.same_top, 1.0);
+  // The KL path computes log-probabilities fully in double, the perplexity path as
+  // llama-perplexity does (float exp terms): equal to ~1e-7.
+  EXPECT_NEAR(self->report.ppl, all->ppl, 1e-6 * all->ppl);
+  ASSERT_EQ(self->running_ppl.size(), all->running_ppl.size());
+
+  // A model whose logits are slightly off: positive divergence, stable across batch sizes.
+  FakeModel inner;
+  auto noisy = [&inner](std::span<const std::vector<int32_t>> chunks, size_t first, size_t n,
+                        std::span<float> logits) {
+    SYN_RETURN_IF_ERROR(inner.scorer()(chunks, first, n, logits));
+    for (float& v : logits) v += 0.2f * std::sin(7.0f * v);
+    return ok_status();
+  };
+  auto q1 = compute_kl_divergence(*file, kVocab, 64, noisy);
+  auto q2 = compute_kl_divergence(*file, kVocab, 4096, noisy);
+  ASSERT_TRUE(q1.ok() && q2.ok());
+  EXPECT_GT(q1->report.kld_mean, 0.0);
+  EXPECT_EQ(q1->report.kld_mean, q2->report.kld_mean);
+  EXPECT_EQ(q1->running_kld.size(), 10u);
+
+  auto wrong_vocab = compute_kl_divergence(*file, kVocab + 1, 64, same.scorer());
+  ASSERT_FALSE(wrong_vocab.ok());
+  EXPECT_EQ(wrong_vocab.status().code(), ErrorCode::kSizeMismatch);
+  std::remove(path.c_str());
 }
 
 }  // namespace

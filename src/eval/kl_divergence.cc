@@ -135,6 +135,76 @@ KlDivergenceReport KlDivergenceAccumulator::report() const {
   return r;
 }
 
+Result<KlDivergenceRun> compute_kl_divergence(const ReferenceLogitsFile& reference, size_t n_vocab,
+                                              uint32_t n_batch, const ChunkScorer& scorer,
+                                              const PerplexityObserver& observer) {
+  const ReferenceLogitsHeader& h = reference.header();
+  if (h.n_vocab != n_vocab) {
+    return Status(ErrorCode::kSizeMismatch,
+                  "the reference logits have a vocabulary of " + std::to_string(h.n_vocab) +
+                      " tokens; this model has " + std::to_string(n_vocab));
+  }
+  PerplexityOptions options;
+  options.n_ctx = h.n_ctx;
+  options.n_batch = n_batch;
+  options.max_chunks = h.n_chunks;
+  options.add_bos = h.add_bos;
+  options.bos_id = h.bos_id;
+  SYN_ASSIGN_OR_RETURN(const ChunkPlan plan, plan_chunks(h.n_tokens, options, n_vocab));
+  if (plan.n_chunks != h.n_chunks || plan.first_row != h.first_row || plan.n_rows != h.n_rows) {
+    return Status(ErrorCode::kBadValue, "the reference's chunks do not follow the protocol");
+  }
+  KlDivergenceAccumulator acc(n_vocab);
+  KlDivergenceRun run;
+  SYN_RETURN_IF_ERROR(run_chunks(
+      reference.tokens(), plan, options, n_vocab, scorer,
+      [&](size_t chunk, std::span<const int32_t> targets, std::span<const float> logits) {
+        const std::span<const float> base = reference.chunk_logits(chunk);
+        size_t bad = 0;
+        if (!all_finite(base, &bad)) {
+          return Status(ErrorCode::kBadValue,
+                        "non-finite logit in the reference, chunk " + std::to_string(chunk + 1));
+        }
+        for (size_t r = 0; r < targets.size(); ++r) {
+          acc.add(base.subspan(r * n_vocab, n_vocab), logits.subspan(r * n_vocab, n_vocab),
+                  targets[r]);
+        }
+        run.running_ppl.push_back(acc.ppl());
+        run.running_kld.push_back(acc.kld_mean());
+        if (observer) observer(chunk, plan.n_chunks, acc.ppl());
+        return ok_status();
+      }));
+  run.report = acc.report();
+  return run;
+}
+
+Result<PerplexityResult> save_reference_logits(const std::string& path,
+                                               std::span<const int32_t> tokens,
+                                               const PerplexityOptions& options, size_t n_vocab,
+                                               const ChunkScorer& scorer,
+                                               const PerplexityObserver& observer) {
+  SYN_ASSIGN_OR_RETURN(const ChunkPlan plan, plan_chunks(tokens.size(), options, n_vocab));
+  ReferenceLogitsHeader h;
+  h.n_vocab = static_cast<uint32_t>(n_vocab);
+  h.n_ctx = static_cast<uint32_t>(plan.n_ctx);
+  h.n_chunks = static_cast<uint32_t>(plan.n_chunks);
+  h.first_row = static_cast<uint32_t>(plan.first_row);
+  h.n_rows = static_cast<uint32_t>(plan.n_rows);
+  h.add_bos = options.add_bos;
+  h.bos_id = options.add_bos ? options.bos_id : -1;
+  h.n_tokens = tokens.size();
+  SYN_ASSIGN_OR_RETURN(ReferenceLogitsWriter writer,
+                       ReferenceLogitsWriter::create(path, h, tokens));
+  SYN_ASSIGN_OR_RETURN(
+      PerplexityResult result,
+      compute_perplexity(tokens, options, n_vocab, scorer, observer,
+                         [&](size_t, std::span<const int32_t>, std::span<const float> logits) {
+                           return writer.append_chunk(logits);
+                         }));
+  SYN_RETURN_IF_ERROR(writer.commit());
+  return result;
+}
+
 std::string format_kl_report(const KlDivergenceReport& r) {
   std::string out;
   auto add = [&out](const char* text) {
@@ -143,11 +213,14 @@ std::string format_kl_report(const KlDivergenceReport& r) {
   };
   add("====== Perplexity statistics ======");
   appendf(out, "Mean PPL(Q)                   : %10.6f +/- %10.6f\n", r.ppl, r.ppl_error);
-  appendf(out, "Mean PPL(base)                : %10.6f +/- %10.6f\n", r.ppl_reference, r.ppl_reference_error);
-  appendf(out, "Mean ln(PPL(Q)/PPL(base))     : %10.6f +/- %10.6f\n", r.ln_ppl_ratio, r.ln_ppl_ratio_error);
-  appendf(out, "Mean PPL(Q)/PPL(base)         : %10.6f +/- %10.6f\n", r.ppl_ratio, r.ppl_ratio_error);
+  appendf(out, "Mean PPL(base)                : %10.6f +/- %10.6f\n", r.ppl_reference,
+          r.ppl_reference_error);
+  appendf(out, "Mean ln(PPL(Q)/PPL(base))     : %10.6f +/- %10.6f\n", r.ln_ppl_ratio,
+          r.ln_ppl_ratio_error);
+  appendf(out, "Mean PPL(Q)/PPL(base)         : %10.6f +/- %10.6f\n", r.ppl_ratio,
+          r.ppl_ratio_error);
   appendf(out, "Mean PPL(Q)-PPL(base)         : %10.6f +/- %10.6f\n", r.ppl_difference,
-      r.ppl_difference_error);
+          r.ppl_difference_error);
   out += '\n';
   add("====== KL divergence statistics ======");
   appendf(out, "Mean    KLD: %10.6f +/- %10.6f\n", r.kld_mean, r.kld_error);

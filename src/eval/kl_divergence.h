@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "eval/perplexity.h"
+#include "eval/reference_logits_file.h"
 
 namespace synapse {
 
@@ -33,7 +34,7 @@ struct KlDivergenceReport {
   double delta_p_mean = 0, delta_p_error = 0;  // in probability (not percent)
   double delta_p_rms = 0;
   Distribution delta_p;
-  double same_top = 0, same_top_error = 0;     // fraction of tokens with equal argmax
+  double same_top = 0, same_top_error = 0;  // fraction of tokens with equal argmax
 };
 
 class KlDivergenceAccumulator {
@@ -53,6 +54,27 @@ class KlDivergenceAccumulator {
   std::vector<double> kld_, delta_p_;
   size_t same_top_ = 0;
 };
+
+struct KlDivergenceRun {
+  KlDivergenceReport report;
+  std::vector<double> running_ppl;  // this run's perplexity after each chunk
+  std::vector<double> running_kld;  // mean KL divergence after each chunk
+};
+
+// Scores the reference file's tokens with `scorer`, chunk by chunk exactly as the reference run
+// did (its context, BOS handling and chunk count), against the saved logits. size_mismatch when
+// the model's vocabulary differs from the reference's.
+Result<KlDivergenceRun> compute_kl_divergence(const ReferenceLogitsFile& reference, size_t n_vocab,
+                                              uint32_t n_batch, const ChunkScorer& scorer,
+                                              const PerplexityObserver& observer = {});
+
+// Runs the perplexity protocol and saves every chunk's scored logits to `path` (atomically: no
+// file appears unless the whole run succeeds).
+Result<PerplexityResult> save_reference_logits(const std::string& path,
+                                               std::span<const int32_t> tokens,
+                                               const PerplexityOptions& options, size_t n_vocab,
+                                               const ChunkScorer& scorer,
+                                               const PerplexityObserver& observer = {});
 
 // Human-readable report in llama-perplexity's three sections.
 std::string format_kl_report(const KlDivergenceReport& report);

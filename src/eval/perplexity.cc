@@ -11,9 +11,10 @@
 namespace synapse {
 namespace {
 
-// The logits buffer of one pass is capped so that a large vocabulary with many chunks per pass
-// does not take unbounded memory (151936 x 63 rows x 8 chunks ~ 306 MiB).
-constexpr uint64_t kMaxPassLogitBytes = 320ull << 20;
+// The scored logits of one pass are capped so that a large vocabulary with many chunks per pass
+// does not take unbounded memory (a 151936-token vocabulary at -c 128: 3 chunks, 115 MiB; the
+// runtime holds the logits of every row of a chunk, about twice that). One chunk always runs.
+constexpr uint64_t kMaxPassLogitBytes = 128ull << 20;
 constexpr uint32_t kMinContext = 4;
 
 Status option_error(std::string message, std::string field) {
@@ -38,15 +39,13 @@ Result<ChunkPlan> plan_chunks(size_t n_tokens, const PerplexityOptions& options,
   }
   if (options.n_batch == 0) return option_error("batch size must be positive", "batch");
   if (options.add_bos && (options.bos_id < 0 || static_cast<size_t>(options.bos_id) >= n_vocab)) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "the model adds BOS but has no valid BOS token id");
+    return Status(ErrorCode::kInvalidArgument, "the model adds BOS but has no valid BOS token id");
   }
   const size_t n_ctx = options.n_ctx;
   if (n_tokens < 2 * n_ctx) {
     return option_error("the text has " + std::to_string(n_tokens) +
                             " tokens; perplexity at context " + std::to_string(n_ctx) +
-                            " needs at least " + std::to_string(2 * n_ctx) +
-                            " (two chunks)",
+                            " needs at least " + std::to_string(2 * n_ctx) + " (two chunks)",
                         "file");
   }
   ChunkPlan plan;
@@ -69,8 +68,7 @@ Status run_chunks(std::span<const int32_t> tokens, const ChunkPlan& plan,
   const size_t row_floats = plan.n_rows * n_vocab;
   std::vector<std::vector<int32_t>> pass;
   std::vector<float> logits;
-  for (size_t first_chunk = 0; first_chunk < plan.n_chunks;
-       first_chunk += plan.chunks_per_pass) {
+  for (size_t first_chunk = 0; first_chunk < plan.n_chunks; first_chunk += plan.chunks_per_pass) {
     const size_t count = std::min(plan.chunks_per_pass, plan.n_chunks - first_chunk);
     pass.resize(count);
     for (size_t c = 0; c < count; ++c) {
@@ -86,10 +84,10 @@ Status run_chunks(std::span<const int32_t> tokens, const ChunkPlan& plan,
       const std::span<const float> rows(logits.data() + c * row_floats, row_floats);
       size_t bad = 0;
       if (!all_finite(rows, &bad)) {
-        return Status(ErrorCode::kInternal,
-                      "non-finite logit in chunk " + std::to_string(chunk + 1) + ", row " +
-                          std::to_string(plan.first_row + bad / n_vocab) + ", token id " +
-                          std::to_string(bad % n_vocab));
+        return Status(ErrorCode::kInternal, "non-finite logit in chunk " +
+                                                std::to_string(chunk + 1) + ", row " +
+                                                std::to_string(plan.first_row + bad / n_vocab) +
+                                                ", token id " + std::to_string(bad % n_vocab));
       }
       const size_t start = chunk * plan.n_ctx;
       const std::span<const int32_t> targets =
@@ -114,7 +112,8 @@ double NllAccumulator::ppl_error() const {
 Result<PerplexityResult> compute_perplexity(std::span<const int32_t> tokens,
                                             const PerplexityOptions& options, size_t n_vocab,
                                             const ChunkScorer& scorer,
-                                            const PerplexityObserver& observer) {
+                                            const PerplexityObserver& observer,
+                                            const ChunkVisitor& also) {
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || static_cast<size_t>(tokens[i]) >= n_vocab) {
       return Status(ErrorCode::kInvalidArgument,
@@ -133,6 +132,10 @@ Result<PerplexityResult> compute_perplexity(std::span<const int32_t> tokens,
           nll.add(-token_log_prob(logits.subspan(r * n_vocab, n_vocab), targets[r]).log_prob);
         }
         result.running_ppl.push_back(nll.ppl());
+        if (also) {
+          Status status = also(chunk, targets, logits);
+          if (!status.ok()) return status;
+        }
         if (observer) observer(chunk, plan.n_chunks, nll.ppl());
         return ok_status();
       }));

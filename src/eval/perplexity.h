@@ -19,12 +19,12 @@
 namespace synapse {
 
 struct PerplexityOptions {
-  uint32_t n_ctx = 512;        // tokens per chunk
-  uint32_t n_batch = 2048;     // tokens per forward pass: chunks run max(1, n_batch / n_ctx) at once
-  uint32_t max_chunks = 0;     // 0: every whole chunk
-  uint32_t model_n_ctx = 0;    // the model's trained context, 0 when unknown: n_ctx may not exceed it
-  bool add_bos = true;         // the model's add_bos_token
-  int32_t bos_id = -1;         // required when add_bos
+  uint32_t n_ctx = 512;      // tokens per chunk
+  uint32_t n_batch = 2048;   // tokens per forward pass: chunks run max(1, n_batch / n_ctx) at once
+  uint32_t max_chunks = 0;   // 0: every whole chunk
+  uint32_t model_n_ctx = 0;  // the model's trained context, 0 when unknown: n_ctx may not exceed it
+  bool add_bos = true;       // the model's add_bos_token
+  int32_t bos_id = -1;       // required when add_bos
 };
 
 // How a text of n_tokens is cut: n_chunks chunks, scored rows [first_row, first_row + n_rows).
@@ -43,9 +43,8 @@ Result<ChunkPlan> plan_chunks(size_t n_tokens, const PerplexityOptions& options,
 // Runs every chunk (each its own fresh sequence; the chunks of one call are independent) and
 // writes the logits of rows [first_row, first_row + n_rows) of each, chunk after chunk, n_vocab
 // floats per row, into `logits` (sized chunks.size() * n_rows * n_vocab).
-using ChunkScorer =
-    std::function<Status(std::span<const std::vector<int32_t>> chunks, size_t first_row,
-                         size_t n_rows, std::span<float> logits)>;
+using ChunkScorer = std::function<Status(std::span<const std::vector<int32_t>> chunks,
+                                         size_t first_row, size_t n_rows, std::span<float> logits)>;
 
 // Called for every chunk in order: its index, the tokens its scored rows predict (n_rows), and
 // the logits of those rows. An error stops the run.
@@ -82,16 +81,18 @@ struct PerplexityResult {
   double ppl = 0.0;
   double ppl_error = 0.0;
   size_t n_chunks = 0;
-  size_t n_scored = 0;               // tokens scored
-  std::vector<double> running_ppl;   // after each chunk
+  size_t n_scored = 0;              // tokens scored
+  std::vector<double> running_ppl;  // after each chunk
 };
 
 using PerplexityObserver = std::function<void(size_t chunk, size_t n_chunks, double running)>;
 
+// `also`, when set, sees every chunk's logits too (e.g. to save them as a KL reference).
 Result<PerplexityResult> compute_perplexity(std::span<const int32_t> tokens,
                                             const PerplexityOptions& options, size_t n_vocab,
                                             const ChunkScorer& scorer,
-                                            const PerplexityObserver& observer = {});
+                                            const PerplexityObserver& observer = {},
+                                            const ChunkVisitor& also = {});
 
 // llama-perplexity's lines: "[1]160.2264,[2]159.0992," (running values, four decimals) and
 // "Final estimate: PPL = 117.3305 +/- 4.42150".

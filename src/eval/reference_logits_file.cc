@@ -32,8 +32,7 @@ T get(const uint8_t* at) {
   return value;
 }
 
-Status header_error(ErrorCode code, std::string message, const std::string& path,
-                    uint64_t offset) {
+Status header_error(ErrorCode code, std::string message, const std::string& path, uint64_t offset) {
   ErrorWhere where;
   where.path = path;
   where.byte_offset = offset;
@@ -65,9 +64,9 @@ Status check_header(const ReferenceLogitsHeader& h, const std::string& path) {
   }
   if (h.n_chunks == 0) return bad("no chunks", 20);
   if (h.first_row != h.n_ctx / 2 || h.n_rows != h.n_ctx - 1 - h.first_row) {
-    return bad("scored rows do not follow the perplexity protocol for n_ctx " +
-                   std::to_string(h.n_ctx),
-               24);
+    return bad(
+        "scored rows do not follow the perplexity protocol for n_ctx " + std::to_string(h.n_ctx),
+        24);
   }
   if (h.add_bos && (h.bos_id < 0 || static_cast<uint32_t>(h.bos_id) >= h.n_vocab)) {
     return bad("BOS id " + std::to_string(h.bos_id) + " outside the vocabulary", 36);
@@ -121,17 +120,17 @@ Status ReferenceLogitsWriter::append_chunk(std::span<const float> logits) {
   if (logits.size() != static_cast<size_t>(header_.n_rows) * header_.n_vocab) {
     return Status(ErrorCode::kInvalidArgument, "chunk logits have the wrong size");
   }
-  SYN_RETURN_IF_ERROR(file_.write(
-      {reinterpret_cast<const uint8_t*>(logits.data()), logits.size_bytes()}));
+  SYN_RETURN_IF_ERROR(
+      file_.write({reinterpret_cast<const uint8_t*>(logits.data()), logits.size_bytes()}));
   ++chunks_written_;
   return ok_status();
 }
 
 Status ReferenceLogitsWriter::commit() {
   if (chunks_written_ != header_.n_chunks) {
-    return Status(ErrorCode::kInvalidArgument,
-                  std::to_string(chunks_written_) + " of " + std::to_string(header_.n_chunks) +
-                      " chunks written");
+    return Status(ErrorCode::kInvalidArgument, std::to_string(chunks_written_) + " of " +
+                                                   std::to_string(header_.n_chunks) +
+                                                   " chunks written");
   }
   return file_.commit();
 }
@@ -157,10 +156,9 @@ Result<ReferenceLogitsFile> ReferenceLogitsFile::parse(std::span<const uint8_t> 
     return header_error(ErrorCode::kBadMagic, "not a Synapse reference-logits file", path, 0);
   }
   if (const uint32_t version = get<uint32_t>(p + 8); version != kVersion) {
-    return header_error(ErrorCode::kUnsupportedVersion,
-                        "reference-logits version " + std::to_string(version) +
-                            " (this build reads 1)",
-                        path, 8);
+    return header_error(
+        ErrorCode::kUnsupportedVersion,
+        "reference-logits version " + std::to_string(version) + " (this build reads 1)", path, 8);
   }
   ReferenceLogitsHeader h;
   h.n_vocab = get<uint32_t>(p + 12);
@@ -180,9 +178,9 @@ Result<ReferenceLogitsFile> ReferenceLogitsFile::parse(std::span<const uint8_t> 
   const uint64_t token_area = *tokens_bytes(h.n_tokens);  // n_tokens <= 2^32: no overflow
   const auto floats = logits_floats(h);
   const auto logit_bytes = floats ? checked_mul(*floats, sizeof(float)) : std::nullopt;
-  const auto total = logit_bytes ? checked_add(kReferenceLogitsHeaderBytes + token_area,
-                                               *logit_bytes)
-                                 : std::nullopt;
+  const auto total = logit_bytes
+                         ? checked_add(kReferenceLogitsHeaderBytes + token_area, *logit_bytes)
+                         : std::nullopt;
   if (!total || *total != bytes.size()) {
     return header_error(ErrorCode::kSizeMismatch,
                         "the header implies " +

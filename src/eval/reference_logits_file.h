@@ -66,8 +66,7 @@ class ReferenceLogitsFile {
   static Result<ReferenceLogitsFile> open(const std::string& path);
   // Validates `bytes` as a reference file (the fuzz target's entry point). The span must
   // outlive the returned view.
-  static Result<ReferenceLogitsFile> parse(std::span<const uint8_t> bytes,
-                                           const std::string& path);
+  static Result<ReferenceLogitsFile> parse(std::span<const uint8_t> bytes, const std::string& path);
 
   const ReferenceLogitsHeader& header() const { return header_; }
   std::span<const int32_t> tokens() const { return tokens_; }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "eval/reference_logits_file.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include "eval/reference_logits_file.h"
 
 namespace synapse {
 namespace {
@@ -34,14 +34,16 @@ class ReferenceLogitsFileTest : public ::testing::Test {
 
   std::vector<float> chunk(uint32_t c) const {
     std::vector<float> out(header_.n_rows * header_.n_vocab);
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(c) * 100.0f + static_cast<float>(i) * 0.5f;
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = static_cast<float>(c) * 100.0f + static_cast<float>(i) * 0.5f;
     return out;
   }
   std::string write_valid() {
     const std::string path = (dir_ / "ref.logits").string();
     auto writer = ReferenceLogitsWriter::create(path, header_, tokens_);
     EXPECT_TRUE(writer.ok()) << writer.status().to_string();
-    for (uint32_t c = 0; c < header_.n_chunks; ++c) EXPECT_TRUE(writer->append_chunk(chunk(c)).ok());
+    for (uint32_t c = 0; c < header_.n_chunks; ++c)
+      EXPECT_TRUE(writer->append_chunk(chunk(c)).ok());
     EXPECT_TRUE(writer->commit().ok());
     return path;
   }
@@ -92,9 +94,8 @@ TEST_F(ReferenceLogitsFileTest, WriterRejectsInconsistentHeaders) {
   h.n_chunks = 4;  // 32 tokens needed, 26 stored
   EXPECT_FALSE(ReferenceLogitsWriter::create((dir_ / "b").string(), h, tokens_).ok());
   h = header_;
-  EXPECT_FALSE(ReferenceLogitsWriter::create((dir_ / "c").string(), h,
-                                             std::span(tokens_).first(10))
-                   .ok());
+  EXPECT_FALSE(
+      ReferenceLogitsWriter::create((dir_ / "c").string(), h, std::span(tokens_).first(10)).ok());
 }
 
 TEST_F(ReferenceLogitsFileTest, MalformedFilesAreRefusedWithTheirCode) {

@@ -17,16 +17,16 @@ Result<SequenceScore> score_sequence(std::span<const int32_t> tokens, size_t n_v
         .with_field("prompt");
   }
   if (model_n_ctx != 0 && tokens.size() > model_n_ctx) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "the text has " + std::to_string(tokens.size()) +
-                      " tokens, more than the context of " + std::to_string(model_n_ctx))
+    return Status(ErrorCode::kInvalidArgument, "the text has " + std::to_string(tokens.size()) +
+                                                   " tokens, more than the context of " +
+                                                   std::to_string(model_n_ctx))
         .with_field("prompt");
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || static_cast<size_t>(tokens[i]) >= n_vocab) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "token id " + std::to_string(tokens[i]) + " at position " +
-                        std::to_string(i) + " is outside the vocabulary");
+      return Status(ErrorCode::kInvalidArgument, "token id " + std::to_string(tokens[i]) +
+                                                     " at position " + std::to_string(i) +
+                                                     " is outside the vocabulary");
     }
   }
   const size_t n_rows = tokens.size() - 1;
