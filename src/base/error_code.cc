@@ -57,6 +57,8 @@ constexpr std::array kTable = {
     ErrorCodeInfo{ErrorCode::kMissingTensor, "missing_tensor", kP, 422, "required tensor missing"},
     ErrorCodeInfo{ErrorCode::kKernelMismatch, "kernel_mismatch", kP, 500,
                   "a kernel disagrees with its reference"},
+    ErrorCodeInfo{ErrorCode::kContextLengthExceeded, "context_length_exceeded", kP, 400,
+                  "input longer than the model's context"},
 };
 
 }  // namespace

@@ -51,6 +51,8 @@ enum class ErrorCode : uint16_t {
   kMissingTensor = 201,
   // Kernels.
   kKernelMismatch = 300,
+  // Requests (what a caller asks a model to do).
+  kContextLengthExceeded = 400,
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };
