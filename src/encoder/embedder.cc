@@ -78,10 +78,10 @@ Status Embedder::run_batches(std::span<const Sequence> sequences, EncoderGelu ge
       lengths.push_back(static_cast<uint32_t>(s.tokens.size()));
       ++end;
     }
-    const EncoderBatch batch{.tokens = tokens,
-                             .token_types = any_types ? std::span<const int32_t>(types)
-                                                      : std::span<const int32_t>(),
-                             .seq_lengths = lengths};
+    const EncoderBatch batch{
+        .tokens = tokens,
+        .token_types = any_types ? std::span<const int32_t>(types) : std::span<const int32_t>(),
+        .seq_lengths = lengths};
     SYN_RETURN_IF_ERROR(encoder_forward(*model_, batch, workspace_, pool, gelu));
     const float* hidden = workspace_.hidden().data();
     size_t offset = 0;
@@ -203,8 +203,7 @@ Result<RerankResult> Embedder::rerank(std::string_view query,
     if (query_part + doc_ids.size() + 1 > n_ctx) {
       if (!truncate || query_part + 2 > n_ctx) {
         return Status(ErrorCode::kContextLengthExceeded,
-                      "query and document take " +
-                          std::to_string(query_part + doc_ids.size() + 1) +
+                      "query and document take " + std::to_string(query_part + doc_ids.size() + 1) +
                           " tokens; the model's context is " + std::to_string(n_ctx) +
                           (truncate ? " (the query alone leaves no room)"
                                     : " (ask for truncation to cut the document)"),
@@ -226,13 +225,12 @@ Result<RerankResult> Embedder::rerank(std::string_view query,
   const size_t d = n_embd();
   std::vector<float> pooled(documents.size() * d);
   RerankResult result;
-  SYN_RETURN_IF_ERROR(
-      run_batches(sequences, EncoderGelu::kTanh, pool,
-                  [&](size_t i, const float* hidden, size_t n) -> Status {
-                    pool_sequence(PoolingType::kCls, hidden, n, d, pooled.data() + i * d);
-                    result.prompt_tokens += n;
-                    return ok_status();
-                  }));
+  SYN_RETURN_IF_ERROR(run_batches(
+      sequences, EncoderGelu::kTanh, pool, [&](size_t i, const float* hidden, size_t n) -> Status {
+        pool_sequence(PoolingType::kCls, hidden, n, d, pooled.data() + i * d);
+        result.prompt_tokens += n;
+        return ok_status();
+      }));
   const EncoderClassifier& head = *model_->classifier();
   const KernelTable& kernels = selected_kernels();
   const size_t n = documents.size();

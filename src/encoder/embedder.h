@@ -26,8 +26,8 @@ struct EmbedOptions {
   // Default: the model's pooling type (bert.pooling_type); a reranker's rank pooling embeds with
   // the CLS vector. kNone returns one vector per token.
   std::optional<PoolingType> pooling;
-  bool normalize = true;   // L2-normalize every vector
-  bool truncate = false;   // cut inputs longer than the context instead of failing
+  bool normalize = true;  // L2-normalize every vector
+  bool truncate = false;  // cut inputs longer than the context instead of failing
   EncoderGelu gelu = EncoderGelu::kTanh;
 };
 

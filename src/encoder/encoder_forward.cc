@@ -64,7 +64,12 @@ class EncoderPass {
  public:
   EncoderPass(const KernelTable& kernels, const EncoderModel& model, const EncoderBatch& batch,
               EncoderWorkspace& ws, ThreadPool& pool, EncoderGelu gelu)
-      : k_(kernels), model_(model), hp_(model.hparams()), batch_(batch), ws_(ws), pool_(pool),
+      : k_(kernels),
+        model_(model),
+        hp_(model.hparams()),
+        batch_(batch),
+        ws_(ws),
+        pool_(pool),
         gelu_(gelu) {}
 
   Status run() {
@@ -110,9 +115,9 @@ class EncoderPass {
       }
       const int32_t type = batch_.token_types.empty() ? 0 : batch_.token_types[i];
       if (type < 0 || static_cast<uint32_t>(type) >= hp_.n_token_types) {
-        return Status(ErrorCode::kInvalidArgument,
-                      "token type " + std::to_string(type) + " outside 0.." +
-                          std::to_string(hp_.n_token_types - 1));
+        return Status(ErrorCode::kInvalidArgument, "token type " + std::to_string(type) +
+                                                       " outside 0.." +
+                                                       std::to_string(hp_.n_token_types - 1));
       }
     }
     return ok_status();
@@ -242,7 +247,8 @@ class EncoderPass {
       const size_t kv_h = h / group;
       const size_t start = starts_[s];
       const size_t len = batch_.seq_lengths[s];
-      float* scores = ws_.attention_scratch_.data() + per_thread_floats_ * static_cast<size_t>(thread);
+      float* scores =
+          ws_.attention_scratch_.data() + per_thread_floats_ * static_cast<size_t>(thread);
       float* vt = scores + len * len;
       const float* q = ws_.q_.data() + start * q_dim + h * dk;
       const float* kk = ws_.k_.data() + start * k_dim + kv_h * dk;

@@ -26,8 +26,8 @@ namespace synapse {
 enum class EncoderGelu : uint8_t { kTanh, kTanhF16Table };
 
 struct EncoderBatch {
-  std::span<const int32_t> tokens;       // every sequence's ids, back to back
-  std::span<const int32_t> token_types;  // one per token, or empty: all 0 ("sentence A")
+  std::span<const int32_t> tokens;        // every sequence's ids, back to back
+  std::span<const int32_t> token_types;   // one per token, or empty: all 0 ("sentence A")
   std::span<const uint32_t> seq_lengths;  // tokens per sequence, each in 1..n_ctx_train
 };
 

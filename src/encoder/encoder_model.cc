@@ -94,8 +94,8 @@ class EncoderModelLoader {
       SYN_ASSIGN_OR_RETURN(blk.q, linear(p + "attn_q", d, hp.q_dim()));
       SYN_ASSIGN_OR_RETURN(blk.k, linear(p + "attn_k", d, hp.k_dim()));
       SYN_ASSIGN_OR_RETURN(blk.v, linear(p + "attn_v", d, hp.v_dim()));
-      SYN_ASSIGN_OR_RETURN(
-          blk.output, linear(p + "attn_output", static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, d));
+      SYN_ASSIGN_OR_RETURN(blk.output, linear(p + "attn_output",
+                                              static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, d));
       SYN_ASSIGN_OR_RETURN(blk.attn_output_norm, norm(p + "attn_output_norm", d));
       SYN_ASSIGN_OR_RETURN(blk.up, linear(p + "ffn_up", d, hp.n_ff));
       SYN_ASSIGN_OR_RETURN(blk.down, linear(p + "ffn_down", hp.n_ff, d));

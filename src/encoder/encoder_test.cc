@@ -66,7 +66,9 @@ class ReferenceBert {
       for (size_t i = 0; i < d; ++i) var += (x[r * d + i] - mean) * (x[r * d + i] - mean);
       var /= static_cast<double>(d);
       for (size_t i = 0; i < d; ++i) {
-        x[r * d + i] = (x[r * d + i] - mean) / std::sqrt(var + static_cast<double>(hp_.norm_eps)) * w[i] + b[i];
+        x[r * d + i] =
+            (x[r * d + i] - mean) / std::sqrt(var + static_cast<double>(hp_.norm_eps)) * w[i] +
+            b[i];
       }
     }
   }
@@ -82,7 +84,8 @@ class ReferenceBert {
     for (size_t t = 0; t < n; ++t) {
       const size_t type = types.empty() ? 0 : static_cast<size_t>(types[t]);
       for (size_t i = 0; i < d; ++i) {
-        x[t * d + i] = tok[static_cast<size_t>(tokens[t]) * d + i] + typ[type * d + i] + pos[t * d + i];
+        x[t * d + i] =
+            tok[static_cast<size_t>(tokens[t]) * d + i] + typ[type * d + i] + pos[t * d + i];
       }
     }
     layer_norm("token_embd_norm", x, n);
@@ -215,8 +218,8 @@ TEST(EncoderForward, MatchesFloat64ReferenceOnEveryIsaWithPackedSequences) {
       ThreadPool pool(threads);
       EncoderWorkspace ws;
       ASSERT_TRUE(encoder_forward(*kernels, *f->model,
-                                  {.tokens = tokens, .token_types = types, .seq_lengths = lens},
-                                  ws, pool)
+                                  {.tokens = tokens, .token_types = types, .seq_lengths = lens}, ws,
+                                  pool)
                       .ok());
       size_t offset = 0;
       for (size_t s = 0; s < seqs.size(); ++s) {
@@ -232,7 +235,8 @@ TEST(EncoderForward, MatchesFloat64ReferenceOnEveryIsaWithPackedSequences) {
 TEST(EncoderForward, PackingDoesNotChangeResults) {
   const auto f = make_model({});
   const HParams& hp = f->model->hparams();
-  const auto seqs = sequences({5, 33, 12, 2, 17, 9, 21, 4, 30, 11, 6, 8, 14, 3, 25, 19, 7}, hp.n_vocab);
+  const auto seqs =
+      sequences({5, 33, 12, 2, 17, 9, 21, 4, 30, 11, 6, 8, 14, 3, 25, 19, 7}, hp.n_vocab);
   ThreadPool pool(2);
   std::vector<int32_t> tokens;
   std::vector<uint32_t> lens;
@@ -241,18 +245,22 @@ TEST(EncoderForward, PackingDoesNotChangeResults) {
     lens.push_back(static_cast<uint32_t>(s.size()));
   }
   EncoderWorkspace packed;
-  ASSERT_TRUE(encoder_forward(*f->model, {.tokens = tokens, .seq_lengths = lens}, packed, pool).ok());
+  ASSERT_TRUE(
+      encoder_forward(*f->model, {.tokens = tokens, .seq_lengths = lens}, packed, pool).ok());
   size_t offset = 0;
   for (size_t s = 0; s < seqs.size(); ++s) {
     EncoderWorkspace alone;
     const uint32_t len = lens[s];
-    ASSERT_TRUE(encoder_forward(*f->model, {.tokens = seqs[s], .seq_lengths = {&len, 1}}, alone, pool).ok());
+    ASSERT_TRUE(
+        encoder_forward(*f->model, {.tokens = seqs[s], .seq_lengths = {&len, 1}}, alone, pool)
+            .ok());
     const auto a = alone.hidden();
     const auto p = packed.hidden().subspan(offset * hp.n_embd, a.size());
     // Alone and packed differ only in the order the matrix kernels sum (packed tiles versus
     // row dots): the F32 rounding bound, not a modelling difference.
     double m = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::abs(a[i] - p[i])));
+    for (size_t i = 0; i < a.size(); ++i)
+      m = std::max(m, static_cast<double>(std::abs(a[i] - p[i])));
     EXPECT_LT(m, kF32VersusF64) << "sequence " << s;
     offset += len;
   }
@@ -266,15 +274,20 @@ TEST(EncoderForward, RejectsBadBatches) {
   EncoderWorkspace ws;
   const std::vector<int32_t> long_seq(17, 1);
   const uint32_t len17 = 17;
-  EXPECT_EQ(encoder_forward(*f->model, {.tokens = long_seq, .seq_lengths = {&len17, 1}}, ws, pool).code(),
-            ErrorCode::kContextLengthExceeded);
+  EXPECT_EQ(
+      encoder_forward(*f->model, {.tokens = long_seq, .seq_lengths = {&len17, 1}}, ws, pool).code(),
+      ErrorCode::kContextLengthExceeded);
   const std::vector<int32_t> bad_id = {1, 100000};
   const uint32_t len2 = 2;
-  EXPECT_EQ(encoder_forward(*f->model, {.tokens = bad_id, .seq_lengths = {&len2, 1}}, ws, pool).code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      encoder_forward(*f->model, {.tokens = bad_id, .seq_lengths = {&len2, 1}}, ws, pool).code(),
+      ErrorCode::kInvalidArgument);
   const std::vector<int32_t> ok_ids = {1, 2};
   const std::vector<int32_t> bad_types = {0, 2};
-  EXPECT_EQ(encoder_forward(*f->model, {.tokens = ok_ids, .token_types = bad_types, .seq_lengths = {&len2, 1}}, ws, pool).code(),
+  EXPECT_EQ(encoder_forward(*f->model,
+                            {.tokens = ok_ids, .token_types = bad_types, .seq_lengths = {&len2, 1}},
+                            ws, pool)
+                .code(),
             ErrorCode::kInvalidArgument);
 }
 
@@ -288,7 +301,9 @@ TEST(EncoderForward, GeluTableIsCloseToTheExactFunction) {
   for (size_t i = 0; i < x.size(); ++i) {
     // Two half-precision roundings (input and output): 2 * 2^-11 relative, plus the absolute
     // half-ulp of subnormal-range outputs.
-    EXPECT_NEAR(table[i], exact[i], 2.0 * std::ldexp(1.0, -11) * std::abs(static_cast<double>(x[i])) + 1e-4) << x[i];
+    EXPECT_NEAR(table[i], exact[i],
+                2.0 * std::ldexp(1.0, -11) * std::abs(static_cast<double>(x[i])) + 1e-4)
+        << x[i];
   }
 }
 
@@ -307,8 +322,8 @@ TEST(Embedder, PoolingAndNormalization) {
   ThreadPool pool(2);
   const std::vector<std::string> texts = {"the cat sat", "a", "on the mat with a hat and a bat"};
   const size_t d = embedder->n_embd();
-  for (const PoolingType pooling : {PoolingType::kMean, PoolingType::kCls, PoolingType::kLast,
-                                    PoolingType::kNone}) {
+  for (const PoolingType pooling :
+       {PoolingType::kMean, PoolingType::kCls, PoolingType::kLast, PoolingType::kNone}) {
     for (const bool normalize : {false, true}) {
       auto r = embedder->embed(texts, {.pooling = pooling, .normalize = normalize}, pool);
       ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -325,7 +340,8 @@ TEST(Embedder, PoolingAndNormalization) {
           for (size_t e = 0; e < d; ++e) {
             switch (pooling) {
               case PoolingType::kMean:
-                for (size_t t = 0; t < n; ++t) want[e] += hidden[t * d + e] / static_cast<double>(n);
+                for (size_t t = 0; t < n; ++t)
+                  want[e] += hidden[t * d + e] / static_cast<double>(n);
                 break;
               case PoolingType::kLast:
                 want[e] = hidden[(n - 1) * d + e];
@@ -356,7 +372,9 @@ TEST(Embedder, BatchBudgetDoesNotChangeResults) {
   auto embedder = open_embedder(f->path);
   ThreadPool pool(2);
   std::vector<std::string> texts;
-  for (int i = 0; i < 20; ++i) texts.push_back(std::string(static_cast<size_t>(i % 7 + 1) * 4, 'a' + static_cast<char>(i % 26)) + " the");
+  for (int i = 0; i < 20; ++i)
+    texts.push_back(
+        std::string(static_cast<size_t>(i % 7 + 1) * 4, 'a' + static_cast<char>(i % 26)) + " the");
   auto big = embedder->embed(texts, {}, pool);
   embedder->set_max_batch_tokens(8);
   auto small = embedder->embed(texts, {}, pool);
@@ -384,7 +402,8 @@ TEST(Embedder, ErrorsAndTruncation) {
   const auto too_long = embedder->embed(long_text, {}, pool);
   EXPECT_EQ(too_long.status().code(), ErrorCode::kContextLengthExceeded);
   EXPECT_EQ(too_long.status().where().field, "input[0]");
-  const auto cut = embedder->embed(long_text, {.pooling = PoolingType::kNone, .truncate = true}, pool);
+  const auto cut =
+      embedder->embed(long_text, {.pooling = PoolingType::kNone, .truncate = true}, pool);
   ASSERT_TRUE(cut.ok()) << cut.status().to_string();
   EXPECT_EQ(cut->items[0].n_tokens, 8u);
   EXPECT_TRUE(cut->items[0].truncated);
@@ -424,10 +443,12 @@ TEST(Rerank, ScoresAreTheHeadOnTheClsVectorOfThePair) {
   std::vector<double> expected;
   for (const std::string& doc : docs) {
     std::vector<int32_t> ids = {vocab.cls};
-    for (const int32_t id : embedder->tokenizer().encode(query, {.add_special = false})) ids.push_back(id);
+    for (const int32_t id : embedder->tokenizer().encode(query, {.add_special = false}))
+      ids.push_back(id);
     ids.push_back(vocab.sep);
     std::vector<int32_t> types(ids.size(), 0);
-    for (const int32_t id : embedder->tokenizer().encode(doc, {.add_special = false})) ids.push_back(id);
+    for (const int32_t id : embedder->tokenizer().encode(doc, {.add_special = false}))
+      ids.push_back(id);
     ids.push_back(vocab.sep);
     types.resize(ids.size(), 1);
     expected.push_back(ref.score(ref.forward(ids, types)));
