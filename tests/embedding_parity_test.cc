@@ -105,7 +105,8 @@ TEST(EmbeddingParity, EveryLlamaCppOutputFile) {
     const bool q8 = model_name.ends_with("q8_0");
     for (const auto& [run_name, run] : summary["runs"].items()) {
       if (!run_name.starts_with(model_name + ".")) continue;
-      const Json expected = Json::parse(testing::read_file_text(dir + run["file"].get<std::string>()));
+      const Json expected =
+          Json::parse(testing::read_file_text(dir + run["file"].get<std::string>()));
       const std::string command = run["command"].get<std::string>();
       const bool cls = command.find("--pooling cls") != std::string::npos;
       const bool normalize = command.find("--embd-normalize -1") == std::string::npos;
@@ -119,8 +120,8 @@ TEST(EmbeddingParity, EveryLlamaCppOutputFile) {
         const Figures f = compare(*got, expected);
         const bool table = gelu == EncoderGelu::kTanhF16Table;
         const bool tight = table && run_name.ends_with(".fa_off");
-        const Bounds b = q8 ? (tight ? kQ8TableGelu : kQ8ExactGelu)
-                            : (tight ? kF32TableGelu : kF32ExactGelu);
+        const Bounds b =
+            q8 ? (tight ? kQ8TableGelu : kQ8ExactGelu) : (tight ? kF32TableGelu : kF32ExactGelu);
         const std::string label = run_name + (table ? " (GELU table)" : "");
         EXPECT_LE(f.max_abs, b.max_abs) << label;
         EXPECT_LE(f.max_abs_per_norm, b.max_abs_per_norm) << label;
