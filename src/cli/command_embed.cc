@@ -98,17 +98,17 @@ int run(const Options& o) {
                       {"index", i},
                       {"embedding", embedding_json(*result, result->items[i])}});
     }
-    const Json out = {{"object", "list"},
-                      {"data", std::move(data)},
-                      {"model", opened->label},
-                      {"usage",
-                       {{"prompt_tokens", result->prompt_tokens},
-                        {"total_tokens", result->prompt_tokens}}}};
+    const Json out = {
+        {"object", "list"},
+        {"data", std::move(data)},
+        {"model", opened->label},
+        {"usage",
+         {{"prompt_tokens", result->prompt_tokens}, {"total_tokens", result->prompt_tokens}}}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("model %s: %zu inputs, %zu tokens, %zu dimensions, %s pooling%s\n",
-                opened->label.c_str(), result->items.size(), result->prompt_tokens,
-                result->n_embd, std::string(pooling_type_name(result->pooling)).c_str(),
+                opened->label.c_str(), result->items.size(), result->prompt_tokens, result->n_embd,
+                std::string(pooling_type_name(result->pooling)).c_str(),
                 options.normalize ? ", L2-normalized" : "");
     for (size_t i = 0; i < result->items.size(); ++i) {
       const EmbeddingItem& item = result->items[i];
@@ -140,7 +140,8 @@ void add_embed_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-m,--model", o->model, "GGUF model, package or stored model name")->required();
   add_store_option(cmd, o->store);
   auto* prompt = cmd->add_option("-p,--prompt", o->prompts, "Text to embed (repeatable)");
-  auto* file = cmd->add_option("-f,--file", o->file, "Read inputs from a file, one per line ('-': stdin)");
+  auto* file =
+      cmd->add_option("-f,--file", o->file, "Read inputs from a file, one per line ('-': stdin)");
   auto* jsonl = cmd->add_flag("--jsonl", o->jsonl,
                               "Read {\"text\": ...} or a JSON string per line on stdin; write one "
                               "JSON array per line");
@@ -156,8 +157,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
   add_threads_option(cmd, o->threads);
   cmd->callback([o, &exit_code, cmd] {
     if (o->prompts.empty() && o->file.empty() && !o->jsonl) {
-      std::fprintf(stderr, "error: give inputs with -p, -f or --jsonl\n%s",
-                   cmd->help().c_str());
+      std::fprintf(stderr, "error: give inputs with -p, -f or --jsonl\n%s", cmd->help().c_str());
       exit_code = kExitUsage;
       return;
     }

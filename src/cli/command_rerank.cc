@@ -46,12 +46,12 @@ int run(const Options& o) {
                          {"relevance_score", item.score},
                          {"document", {{"text", documents[item.index]}}}});
     }
-    const Json out = {{"object", "list"},
-                      {"model", opened->label},
-                      {"results", std::move(results)},
-                      {"usage",
-                       {{"prompt_tokens", result->prompt_tokens},
-                        {"total_tokens", result->prompt_tokens}}}};
+    const Json out = {
+        {"object", "list"},
+        {"model", opened->label},
+        {"results", std::move(results)},
+        {"usage",
+         {{"prompt_tokens", result->prompt_tokens}, {"total_tokens", result->prompt_tokens}}}};
     std::printf("%s\n", out.dump().c_str());
     return kExitOk;
   }

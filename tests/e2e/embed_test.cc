@@ -75,8 +75,8 @@ TEST(EmbedCli, InputFormsAndPooling) {
   const auto file = run_command(base + " -f " + quote(dir.file("inputs.txt")) + " --json");
   ASSERT_EQ(file.exit_code, 0) << file.stderr_text;
   EXPECT_EQ(Json::parse(file.stdout_text)["data"], Json::parse(prompts.stdout_text)["data"]);
-  const auto jsonl = run_command("printf '%s\\n' '{\"text\": \"the cat\"}' '\"a hat\"' | " + base +
-                                 " --jsonl");
+  const auto jsonl =
+      run_command("printf '%s\\n' '{\"text\": \"the cat\"}' '\"a hat\"' | " + base + " --jsonl");
   ASSERT_EQ(jsonl.exit_code, 0) << jsonl.stderr_text;
   std::istringstream lines(jsonl.stdout_text);
   std::string line;
@@ -87,11 +87,13 @@ TEST(EmbedCli, InputFormsAndPooling) {
   }
   EXPECT_EQ(n, 2u);
   // Unnormalized vectors are not unit length; pooling none gives one vector per token.
-  const auto raw = Json::parse(run_command(base + " -p 'the cat' --no-normalize --json").stdout_text);
+  const auto raw =
+      Json::parse(run_command(base + " -p 'the cat' --no-normalize --json").stdout_text);
   double norm = 0.0;
   for (const Json& x : raw["data"][0]["embedding"]) norm += x.get<double>() * x.get<double>();
   EXPECT_GT(std::abs(std::sqrt(norm) - 1.0), 1e-3);
-  const auto none = Json::parse(run_command(base + " -p 'the cat' --pooling none --json").stdout_text);
+  const auto none =
+      Json::parse(run_command(base + " -p 'the cat' --pooling none --json").stdout_text);
   EXPECT_EQ(none["data"][0]["embedding"].size(), none["usage"]["prompt_tokens"].get<size_t>());
   const auto readable = run_command(base + " -p 'the cat'");
   EXPECT_EQ(readable.exit_code, 0);
@@ -103,7 +105,8 @@ TEST(EmbedCli, BadInput) {
   const std::string model = dir.file("bert.gguf");
   synth("--arch bert --n-ctx 8", model);
   const std::string base = synapse_cli() + " embed -m " + quote(model);
-  const auto missing = run_command(synapse_cli() + " embed -m " + quote(dir.file("nope.gguf")) + " -p x");
+  const auto missing =
+      run_command(synapse_cli() + " embed -m " + quote(dir.file("nope.gguf")) + " -p x");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.stderr_text.find("not_found"), std::string::npos) << missing.stderr_text;
   const std::string long_text = "a b c d e f g h i j k l";
