@@ -26,7 +26,8 @@ constexpr int kThreads = 2;
 
 std::string bench_dir() {
   static const std::string dir = [] {
-    std::string templ = (std::filesystem::temp_directory_path() / "synapse-embed-bench-XXXXXX").string();
+    std::string templ =
+        (std::filesystem::temp_directory_path() / "synapse-embed-bench-XXXXXX").string();
     const char* made = ::mkdtemp(templ.data());
     return std::string(made != nullptr ? made : "/tmp");
   }();
@@ -109,16 +110,31 @@ void BM_Embed(benchmark::State& state, TensorType type) {
     benchmark::DoNotOptimize(r->items.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
-  state.counters["tokens_per_second"] = benchmark::Counter(
-      static_cast<double>(tokens) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["tokens_per_second"] =
+      benchmark::Counter(static_cast<double>(tokens) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
   state.counters["tokens_per_batch"] = static_cast<double>(tokens);
   state.counters["threads"] = kThreads;
 }
 
-BENCHMARK_CAPTURE(BM_Embed, f32, TensorType::kF32)->Arg(1)->Arg(8)->Arg(64)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Embed, f16, TensorType::kF16)->Arg(1)->Arg(8)->Arg(64)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Embed, q8_0, TensorType::kQ8_0)->Arg(1)->Arg(8)->Arg(64)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Embed, f32, TensorType::kF32)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Embed, f16, TensorType::kF16)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Embed, q8_0, TensorType::kQ8_0)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace synapse
