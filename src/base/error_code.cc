@@ -59,6 +59,8 @@ constexpr std::array kTable = {
                   "a kernel disagrees with its reference"},
     ErrorCodeInfo{ErrorCode::kNumericFault, "numeric_fault", kP, 500,
                   "a computation produced NaN or infinity"},
+    ErrorCodeInfo{ErrorCode::kContextLengthExceeded, "context_length_exceeded", kP, 400,
+                  "input longer than the model's context"},
     // Storage problems are transient: freeing disk space or fixing permissions lets a retry work.
     ErrorCodeInfo{ErrorCode::kJobNotFound, "job_not_found", kP, 404, "no job with this id"},
     ErrorCodeInfo{ErrorCode::kLeaseLost, "lease_lost", kP, 409,

@@ -52,6 +52,8 @@ enum class ErrorCode : uint16_t {
   // Kernels and numerics.
   kKernelMismatch = 300,
   kNumericFault = 301,  // a computation produced NaN or infinity (e.g. logits)
+  // Requests (what a caller asks a model to do).
+  kContextLengthExceeded = 400,
   // Durable jobs and their storage.
   kJobNotFound = 800,
   kLeaseLost = 801,

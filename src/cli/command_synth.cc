@@ -29,6 +29,7 @@ void add_synth_command(CLI::App& app, int& exit_code) {
     float norm_eps = 0.0f;
     bool tied = false;
     bool untied = false;
+    std::string pooling;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -51,6 +52,13 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--norm-eps", o->norm_eps, "Norm epsilon (default per architecture)");
   cmd->add_flag("--tied", o->tied, "Output head tied to token_embd (default for qwen2/qwen3)");
   cmd->add_flag("--untied", o->untied, "Separate output.weight (default for llama)");
+  cmd->add_option("--pooling", o->pooling,
+                  "Encoders: pooling type in the metadata, none|mean|cls|last|rank (default mean; "
+                  "rank with --classifier-labels)")
+      ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}));
+  cmd->add_option("--classifier-labels", o->synth.classifier_labels,
+                  "Encoders: add a classification head (cls.* tensors, a cross-encoder "
+                  "reranker) with this many outputs");
   add_type_option(cmd, "--type", o->type_all,
                   "Type of every matrix: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k")
       ->capture_default_str();
@@ -79,6 +87,7 @@ void add_synth_command(CLI::App& app, int& exit_code) {
     if (o->norm_eps > 0.0f) s.norm_eps = o->norm_eps;
     if (o->tied) s.tied_output = true;
     if (o->untied) s.tied_output = false;
+    if (!o->pooling.empty()) s.pooling = pooling_type_from_name(o->pooling);
     const Status status = synthesize_model(s, o->output);
     if (!status.ok()) {
       std::fprintf(stderr, "error: %s\n", status.to_string().c_str());

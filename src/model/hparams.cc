@@ -15,6 +15,14 @@ std::string_view rope_layout_name(RopeLayout layout) {
   return "unknown";
 }
 
+std::optional<PoolingType> pooling_type_from_name(std::string_view name) {
+  for (const PoolingType p : {PoolingType::kNone, PoolingType::kMean, PoolingType::kCls,
+                              PoolingType::kLast, PoolingType::kRank}) {
+    if (pooling_type_name(p) == name) return p;
+  }
+  return std::nullopt;
+}
+
 std::string_view rope_scaling_name(RopeScaling scaling) {
   switch (scaling) {
     case RopeScaling::kNone:

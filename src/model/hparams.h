@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,7 @@ enum class PoolingType : uint32_t { kNone = 0, kMean = 1, kCls = 2, kLast = 3, k
 std::string_view rope_layout_name(RopeLayout layout);
 std::string_view rope_scaling_name(RopeScaling scaling);
 std::string_view pooling_type_name(PoolingType pooling);
+std::optional<PoolingType> pooling_type_from_name(std::string_view name);  // "mean", ...
 
 struct HParams {
   std::string arch;
@@ -43,6 +45,8 @@ struct HParams {
   bool causal = true;
   PoolingType pooling = PoolingType::kNone;
   uint32_t n_token_types = 0;  // BERT token-type (segment) embeddings
+  uint32_t n_cls_out =
+      0;  // classification head outputs (<arch>.classifier.output_labels); 0: none declared
 
   uint32_t q_dim() const { return n_head * head_dim_k; }
   uint32_t k_dim() const { return n_head_kv * head_dim_k; }

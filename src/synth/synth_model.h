@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "format/gguf/gguf_writer.h"
 #include "format/tensor_type.h"
+#include "model/hparams.h"
 
 namespace synapse {
 
@@ -31,6 +32,10 @@ struct SynthOptions {
   std::optional<float> rope_freq_base;  // default per architecture
   std::optional<float> norm_eps;
   std::optional<bool> tied_output;  // default: untied for llama, tied for qwen2/qwen3
+  // Encoders: the pooling type written to the metadata (default mean; rank with a classifier),
+  // and a classification head (cls.* tensors, a cross-encoder reranker) with this many outputs.
+  std::optional<PoolingType> pooling;
+  uint32_t classifier_labels = 0;
   // Tensor types by role; vectors (norms, biases) are always F32.
   TensorType type_embedding = TensorType::kF32;
   TensorType type_attention = TensorType::kF32;

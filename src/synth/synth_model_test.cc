@@ -203,3 +203,38 @@ TEST(SynthModel, RejectsBadOptions) {
 
 }  // namespace
 }  // namespace synapse
+
+namespace synapse {
+namespace {
+
+TEST(SynthModel, BertWithClassificationHead) {
+  testing::TempDir dir;
+  SynthOptions o;
+  o.arch = "bert";
+  o.classifier_labels = 2;
+  ASSERT_TRUE(synthesize_model(o, dir.file("rr.gguf")).ok());
+  const Result<GgufFile> file = GgufFile::open(dir.file("rr.gguf"));
+  ASSERT_TRUE(file.ok());
+  const Result<HParams> hp = read_model_hparams(file->metadata());
+  ASSERT_TRUE(hp.ok()) << hp.status().to_string();
+  EXPECT_EQ(hp->n_cls_out, 2u);
+  EXPECT_EQ(hp->pooling, PoolingType::kRank);
+  const TensorCheckReport report = check_model_tensors(*find_architecture("bert"), *hp, *file);
+  EXPECT_TRUE(report.ok());
+  const TensorView* out = file->tensor_view("cls.output.weight");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->dims[1], 2u);
+  EXPECT_NE(file->tensor_view("cls.weight"), nullptr);
+  // Without labels the head is left out; encoder options on a decoder are refused.
+  o.classifier_labels = 0;
+  o.pooling = PoolingType::kCls;
+  ASSERT_TRUE(synthesize_model(o, dir.file("emb.gguf")).ok());
+  const Result<GgufFile> emb = GgufFile::open(dir.file("emb.gguf"));
+  EXPECT_EQ(emb->tensor_view("cls.output.weight"), nullptr);
+  EXPECT_EQ(read_model_hparams(emb->metadata())->pooling, PoolingType::kCls);
+  o.arch = "llama";
+  EXPECT_EQ(synthesize_model(o, dir.file("llama.gguf")).code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace synapse

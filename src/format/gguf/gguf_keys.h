@@ -34,6 +34,8 @@ inline constexpr std::string_view kRopeScalingOriginalContext =
     "rope.scaling.original_context_length";
 inline constexpr std::string_view kVocabSize = "vocab_size";
 inline constexpr std::string_view kPoolingType = "pooling_type";
+// Labels of a classification head (rerankers); their count is the head's output size.
+inline constexpr std::string_view kClassifierOutputLabels = "classifier.output_labels";
 
 inline std::string arch_key(std::string_view arch, std::string_view suffix) {
   std::string key(arch);

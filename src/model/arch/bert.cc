@@ -11,6 +11,8 @@ namespace {
 
 using gguf_key::arch_key;
 
+constexpr size_t kMaxClassifierLabels = 1u << 16;
+
 class Bert final : public Architecture {
  public:
   std::string_view name() const override { return "bert"; }
@@ -35,6 +37,18 @@ class Bert final : public Architecture {
       return Status(ErrorCode::kBadValue, "token type count outside 1..1024",
                     ErrorWhere{.key = std::string(gguf_key::kTokenizerTokenTypeCount)});
     }
+    // A classification head declares its labels (llama.cpp: one output when none are declared).
+    const std::string labels_key = arch_key(name(), gguf_key::kClassifierOutputLabels);
+    hp.n_cls_out = 0;
+    if (md.contains(labels_key)) {
+      SYN_ASSIGN_OR_RETURN(const auto labels, md.get_string_array(labels_key));
+      if (labels.empty() || labels.size() > kMaxClassifierLabels) {
+        return Status(ErrorCode::kBadValue,
+                      "classifier label count outside 1.." + std::to_string(kMaxClassifierLabels),
+                      ErrorWhere{.key = labels_key});
+      }
+      hp.n_cls_out = static_cast<uint32_t>(labels.size());
+    }
     return validate_hparams(hp);
   }
 
@@ -43,6 +57,12 @@ class Bert final : public Architecture {
     SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(name(), gguf_key::kCausal), hp.causal));
     SYN_RETURN_IF_ERROR(
         w.set_scalar(arch_key(name(), gguf_key::kPoolingType), static_cast<uint32_t>(hp.pooling)));
+    if (hp.n_cls_out > 0) {
+      std::vector<std::string> labels;
+      for (uint32_t i = 0; i < hp.n_cls_out; ++i) labels.push_back("LABEL_" + std::to_string(i));
+      SYN_RETURN_IF_ERROR(w.set(arch_key(name(), gguf_key::kClassifierOutputLabels),
+                                GgufValue::string_array(std::move(labels))));
+    }
     return w.set_scalar(gguf_key::kTokenizerTokenTypeCount, hp.n_token_types);
   }
 
@@ -78,12 +98,14 @@ class Bert final : public Architecture {
       out.push_back({block_tensor(b, "layer_output_norm.weight"), {d}, TensorRole::kNorm});
       out.push_back({block_tensor(b, "layer_output_norm.bias"), {d}, TensorRole::kBias});
     }
-    // Cross-encoder head: pooler dense layer and the classifier (optional: embedding models lack
-    // it).
-    out.push_back({"cls.weight", {d, d}, TensorRole::kHead, false});
-    out.push_back({"cls.bias", {d}, TensorRole::kBias, false});
-    out.push_back({"cls.output.weight", {d, 0}, TensorRole::kHead, false});
-    out.push_back({"cls.output.bias", {0}, TensorRole::kBias, false});
+    // Cross-encoder head: pooler dense layer and the classifier. Optional (embedding models lack
+    // it) unless the metadata declares classifier labels, which also fix the output size.
+    const bool head = hp.n_cls_out > 0;
+    const uint64_t labels = hp.n_cls_out;  // 0: any size
+    out.push_back({"cls.weight", {d, d}, TensorRole::kHead, head});
+    out.push_back({"cls.bias", {d}, TensorRole::kBias, head});
+    out.push_back({"cls.output.weight", {d, labels}, TensorRole::kHead, head});
+    out.push_back({"cls.output.bias", {labels}, TensorRole::kBias, head});
     return out;
   }
 
