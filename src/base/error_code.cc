@@ -11,7 +11,8 @@ constexpr Retry kT = Retry::kTransient;
 
 // HTTP: 400 for malformed input the client sent, 404 missing, 409 conflict, 422 for input that is
 // well-formed but unusable (a model file the engine refuses), 429/503 for transient overload,
-// 500 for our own faults, 501 for features this build lacks.
+// 500 for our own faults, 501 for features this build lacks; 401 for a missing or wrong API key,
+// 413 for a body over the size limit.
 constexpr std::array kTable = {
     ErrorCodeInfo{ErrorCode::kOk, "ok", kP, 200, "success"},
     ErrorCodeInfo{ErrorCode::kInvalidArgument, "invalid_argument", kP, 400, "invalid argument"},
@@ -57,6 +58,32 @@ constexpr std::array kTable = {
     ErrorCodeInfo{ErrorCode::kMissingTensor, "missing_tensor", kP, 422, "required tensor missing"},
     ErrorCodeInfo{ErrorCode::kKernelMismatch, "kernel_mismatch", kP, 500,
                   "a kernel disagrees with its reference"},
+    ErrorCodeInfo{ErrorCode::kInvalidJson, "invalid_json", kP, 400,
+                  "request body is not valid JSON"},
+    ErrorCodeInfo{ErrorCode::kMissingParameter, "missing_parameter", kP, 400,
+                  "a required request parameter is missing"},
+    ErrorCodeInfo{ErrorCode::kInvalidType, "invalid_type", kP, 400,
+                  "a request parameter has the wrong JSON type"},
+    ErrorCodeInfo{ErrorCode::kInvalidValue, "invalid_value", kP, 400,
+                  "a request parameter is out of range"},
+    ErrorCodeInfo{ErrorCode::kUnsupportedParameter, "unsupported_parameter", kP, 400,
+                  "a request parameter value this server does not support"},
+    ErrorCodeInfo{ErrorCode::kModelNotFound, "model_not_found", kP, 404,
+                  "no model of that name is served"},
+    ErrorCodeInfo{ErrorCode::kContextLengthExceeded, "context_length_exceeded", kP, 400,
+                  "the prompt does not fit the model's context"},
+    ErrorCodeInfo{ErrorCode::kRequestTooLarge, "request_too_large", kP, 413,
+                  "request body too large"},
+    ErrorCodeInfo{ErrorCode::kInvalidApiKey, "invalid_api_key", kP, 401,
+                  "missing or wrong API key"},
+    ErrorCodeInfo{ErrorCode::kTemplateSyntax, "template_syntax", kP, 422,
+                  "the chat template does not parse"},
+    ErrorCodeInfo{ErrorCode::kTemplateError, "template_error", kP, 422,
+                  "the chat template failed while rendering"},
+    ErrorCodeInfo{ErrorCode::kTemplateRaised, "template_raised", kP, 400,
+                  "the chat template rejected the messages"},
+    ErrorCodeInfo{ErrorCode::kNoChatTemplate, "no_chat_template", kP, 400,
+                  "the model has no chat template and none was named"},
 };
 
 }  // namespace

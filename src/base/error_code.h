@@ -51,6 +51,21 @@ enum class ErrorCode : uint16_t {
   kMissingTensor = 201,
   // Kernels.
   kKernelMismatch = 300,
+  // Requests to the service's HTTP API (src/api): what the client sent.
+  kInvalidJson = 600,
+  kMissingParameter = 601,
+  kInvalidType = 602,
+  kInvalidValue = 603,
+  kUnsupportedParameter = 604,
+  kModelNotFound = 605,
+  kContextLengthExceeded = 606,
+  kRequestTooLarge = 607,
+  kInvalidApiKey = 608,
+  // Chat templates (src/chat).
+  kTemplateSyntax = 650,
+  kTemplateError = 651,
+  kTemplateRaised = 652,
+  kNoChatTemplate = 653,
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };
