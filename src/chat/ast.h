@@ -34,26 +34,26 @@ enum class Op : uint8_t {
 };
 
 enum class ExprKind : uint8_t {
-  kLiteral,      // literal
-  kName,         // name
-  kList,         // args: items
-  kTuple,        // args: items
-  kDict,         // args: key, value, key, value, ...
-  kGetAttr,      // args[0].name
-  kGetItem,      // args[0][args[1]]
-  kSlice,        // args[0][args[1]:args[2]:args[3]], missing parts null
-  kCall,         // args[0](args[1..], kwargs)
-  kFilter,       // args[0] | name(args[1..], kwargs); builtin: filter index
-  kTest,         // args[0] is [not] name(args[1..]); builtin: test index
-  kNot,          // not args[0]
-  kNegate,       // -args[0]
-  kPlus,         // +args[0]
-  kBinary,       // args[0] op args[1]
-  kCompare,      // args[0] ops[0] args[1] ops[1] args[2] ... (chained)
-  kAnd,          // args[0] and args[1]
-  kOr,           // args[0] or args[1]
-  kCondition,    // args[0] if args[1] else args[2] (args[2] may be null)
-  kBlockInput,   // the captured body of {% filter %} / {% set x | f %}, fed to a filter chain
+  kLiteral,     // literal
+  kName,        // name
+  kList,        // args: items
+  kTuple,       // args: items
+  kDict,        // args: key, value, key, value, ...
+  kGetAttr,     // args[0].name
+  kGetItem,     // args[0][args[1]]
+  kSlice,       // args[0][args[1]:args[2]:args[3]], missing parts null
+  kCall,        // args[0](args[1..], kwargs)
+  kFilter,      // args[0] | name(args[1..], kwargs); builtin: filter index
+  kTest,        // args[0] is [not] name(args[1..]); builtin: test index
+  kNot,         // not args[0]
+  kNegate,      // -args[0]
+  kPlus,        // +args[0]
+  kBinary,      // args[0] op args[1]
+  kCompare,     // args[0] ops[0] args[1] ops[1] args[2] ... (chained)
+  kAnd,         // args[0] and args[1]
+  kOr,          // args[0] or args[1]
+  kCondition,   // args[0] if args[1] else args[2] (args[2] may be null)
+  kBlockInput,  // the captured body of {% filter %} / {% set x | f %}, fed to a filter chain
 };
 
 struct Expr;
@@ -84,7 +84,7 @@ enum class NodeKind : uint8_t {
   kWith,         // targets = values, body
   kBreak,
   kContinue,
-  kBlock,        // a transparent body ({% generation %} of HF's AssistantTracker)
+  kBlock,  // a transparent body ({% generation %} of HF's AssistantTracker)
 };
 
 struct Node;

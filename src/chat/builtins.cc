@@ -24,8 +24,10 @@ Status check_weight(const BuiltinEnv& env, const Value& value) {
 
 Result<std::vector<Value>> iterate(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::kUndefined: return std::vector<Value>{};
-    case Value::Kind::kList: return value.as_list().items;
+    case Value::Kind::kUndefined:
+      return std::vector<Value>{};
+    case Value::Kind::kList:
+      return value.as_list().items;
     case Value::Kind::kDict: {
       std::vector<Value> keys;
       for (const auto& [key, item] : value.as_dict().items) keys.emplace_back(key);
@@ -83,12 +85,15 @@ namespace {
 Result<int64_t> need_int(std::string_view function, const Value* value, int64_t fallback) {
   if (value == nullptr) return fallback;
   if (!value->is_integral()) {
-    return builtin_error(function, "expected an integer, got '" + std::string(value->type_name()) + "'");
+    return builtin_error(function,
+                         "expected an integer, got '" + std::string(value->type_name()) + "'");
   }
   return value->as_int();
 }
 
-bool flag(const Value* value, bool fallback) { return value == nullptr ? fallback : truthy(*value); }
+bool flag(const Value* value, bool fallback) {
+  return value == nullptr ? fallback : truthy(*value);
+}
 
 // Jinja's attribute path lookup for `attribute=` arguments ("a.b" and integer parts).
 Value lookup_attribute(const Value& item, const std::string& path) {
@@ -189,12 +194,23 @@ Result<Value> f_escape(const BuiltinEnv&, const Value& in, const CallArgs& args)
   std::string out;
   for (char c : to_str(in)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return Value(std::move(out));
@@ -320,10 +336,14 @@ Result<Value> f_length(const BuiltinEnv&, const Value& in, const CallArgs& args)
   ArgReader a("length", args, {});
   SYN_RETURN_IF_ERROR(a.status());
   switch (in.kind()) {
-    case Value::Kind::kUndefined: return Value(0);
-    case Value::Kind::kString: return Value(static_cast<int64_t>(utf8_length(in.as_string())));
-    case Value::Kind::kList: return Value(static_cast<int64_t>(in.as_list().items.size()));
-    case Value::Kind::kDict: return Value(static_cast<int64_t>(in.as_dict().items.size()));
+    case Value::Kind::kUndefined:
+      return Value(0);
+    case Value::Kind::kString:
+      return Value(static_cast<int64_t>(utf8_length(in.as_string())));
+    case Value::Kind::kList:
+      return Value(static_cast<int64_t>(in.as_list().items.size()));
+    case Value::Kind::kDict:
+      return Value(static_cast<int64_t>(in.as_dict().items.size()));
     default:
       return builtin_error("length",
                            "object of type '" + std::string(in.type_name()) + "' has no len()");
@@ -381,7 +401,8 @@ Result<Value> f_map(const BuiltinEnv& env, const Value& in, const CallArgs& args
     return builtin_error("map", "needs a filter name or attribute=");
   }
   const int index = find_filter(args.positional[0].as_string());
-  if (index < 0) return builtin_error("map", "no filter named '" + args.positional[0].as_string() + "'");
+  if (index < 0)
+    return builtin_error("map", "no filter named '" + args.positional[0].as_string() + "'");
   CallArgs rest;
   rest.positional.assign(args.positional.begin() + 1, args.positional.end());
   rest.keyword = args.keyword;
@@ -431,9 +452,11 @@ Result<Value> select_impl(const BuiltinEnv& env, std::string_view name, const Va
   }
   int test = -1;
   if (next < args.positional.size()) {
-    if (!args.positional[next].is_string()) return builtin_error(name, "test name must be a string");
+    if (!args.positional[next].is_string())
+      return builtin_error(name, "test name must be a string");
     test = find_test(args.positional[next].as_string());
-    if (test < 0) return builtin_error(name, "no test named '" + args.positional[next].as_string() + "'");
+    if (test < 0)
+      return builtin_error(name, "no test named '" + args.positional[next].as_string() + "'");
     ++next;
   }
   if (!args.keyword.empty()) return builtin_error(name, "takes no keyword arguments");
@@ -621,8 +644,8 @@ Result<Value> f_unique(const BuiltinEnv&, const Value& in, const CallArgs& args)
   for (const Value& item : items) {
     Value k = a.has(1) ? lookup_attribute(item, to_str(*a.get(1))) : item;
     if (k.is_string() && !case_sensitive) k = Value(ascii_lower(k.as_string()));
-    const bool dup = std::any_of(seen.begin(), seen.end(),
-                                 [&](const Value& s) { return values_equal(s, k); });
+    const bool dup =
+        std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return values_equal(s, k); });
     if (dup) continue;
     seen.push_back(std::move(k));
     out.push_back(item);
@@ -692,10 +715,10 @@ Result<bool> no_args(std::string_view name, const CallArgs& args) {
   return true;
 }
 
-#define SYN_SIMPLE_TEST(fn, name, expr)                                     \
+#define SYN_SIMPLE_TEST(fn, name, expr)                                       \
   Result<bool> fn(const BuiltinEnv&, const Value& in, const CallArgs& args) { \
-    SYN_RETURN_IF_ERROR(no_args(name, args).status());                      \
-    return (expr);                                                          \
+    SYN_RETURN_IF_ERROR(no_args(name, args).status());                        \
+    return (expr);                                                            \
   }
 
 SYN_SIMPLE_TEST(t_defined, "defined", !in.is_undefined())
@@ -839,10 +862,11 @@ Result<bool> value_contains(const Value& container, const Value& item) {
       return false;
     case Value::Kind::kDict:
       return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
-    case Value::Kind::kUndefined: return false;
+    case Value::Kind::kUndefined:
+      return false;
     default:
-      return builtin_error("in", "argument of type '" + std::string(container.type_name()) +
-                                     "' is not iterable");
+      return builtin_error(
+          "in", "argument of type '" + std::string(container.type_name()) + "' is not iterable");
   }
 }
 

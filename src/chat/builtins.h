@@ -24,7 +24,7 @@ struct CallArgs {
 
 // What builtins may know about the render in progress.
 struct BuiltinEnv {
-  uint64_t max_value_bytes = 0;  // no string or container may weigh more
+  uint64_t max_value_bytes = 0;    // no string or container may weigh more
   std::optional<std::time_t> now;  // strftime_now's clock; nullopt: the system clock
 };
 

@@ -13,15 +13,24 @@ namespace synapse::chat {
 
 std::string_view family_name(TemplateFamily family) {
   switch (family) {
-    case TemplateFamily::kUnknown: return "unknown";
-    case TemplateFamily::kChatml: return "chatml";
-    case TemplateFamily::kLlama3: return "llama3";
-    case TemplateFamily::kLlama2: return "llama2";
-    case TemplateFamily::kMistral: return "mistral";
-    case TemplateFamily::kPhi3: return "phi3";
-    case TemplateFamily::kGemma: return "gemma";
-    case TemplateFamily::kDeepseek: return "deepseek";
-    case TemplateFamily::kZephyr: return "zephyr";
+    case TemplateFamily::kUnknown:
+      return "unknown";
+    case TemplateFamily::kChatml:
+      return "chatml";
+    case TemplateFamily::kLlama3:
+      return "llama3";
+    case TemplateFamily::kLlama2:
+      return "llama2";
+    case TemplateFamily::kMistral:
+      return "mistral";
+    case TemplateFamily::kPhi3:
+      return "phi3";
+    case TemplateFamily::kGemma:
+      return "gemma";
+    case TemplateFamily::kDeepseek:
+      return "deepseek";
+    case TemplateFamily::kZephyr:
+      return "zephyr";
   }
   return "unknown";
 }
@@ -53,16 +62,21 @@ Result<ChatTemplate> ChatTemplate::compile(std::string source) {
 
 Value value_from_json(const nlohmann::ordered_json& json) {
   switch (json.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value::none();
-    case nlohmann::ordered_json::value_t::boolean: return Value(json.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value(json.get<int64_t>());
+    case nlohmann::ordered_json::value_t::null:
+      return Value::none();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value(json.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value(json.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
       const auto u = json.get<uint64_t>();
       if (u > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
       return Value(static_cast<int64_t>(u));
     }
-    case nlohmann::ordered_json::value_t::number_float: return Value(json.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(json.get<std::string>());
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value(json.get<double>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value(json.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
@@ -74,7 +88,8 @@ Value value_from_json(const nlohmann::ordered_json& json) {
       for (const auto& [key, item] : json.items()) dict.set(key, value_from_json(item));
       return Value::dict(std::move(dict));
     }
-    default: return Value::none();
+    default:
+      return Value::none();
   }
 }
 
@@ -159,7 +174,8 @@ Status validate_template(const ChatTemplate& chat_template, std::string_view bos
   }
   if (!rendered.ok()) {
     const Status& s = rendered.status();
-    return Status(s.code(), "the chat template cannot render a sample conversation: " + s.message());
+    return Status(s.code(),
+                  "the chat template cannot render a sample conversation: " + s.message());
   }
   if (rendered->find("Tell me a story.") == std::string::npos) {
     return Status(ErrorCode::kTemplateError,
@@ -183,10 +199,11 @@ Result<ChatTemplate> select_chat_template(std::string_view model_template,
       origin = "the given template";
     } else {
       std::string names;
-      for (std::string_view n : builtin_template_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-      return Status(ErrorCode::kInvalidArgument, "unknown chat template '" +
-                                                     std::string(override_name) +
-                                                     "'; built-in ones: " + names);
+      for (std::string_view n : builtin_template_names())
+        names += (names.empty() ? "" : ", ") + std::string(n);
+      return Status(
+          ErrorCode::kInvalidArgument,
+          "unknown chat template '" + std::string(override_name) + "'; built-in ones: " + names);
     }
   } else if (!model_template.empty()) {
     source = std::string(model_template);

@@ -61,7 +61,8 @@ TEST(ChatTemplate, ToolCallsAsTemplatesSeeThem) {
   ASSERT_TRUE(v.is_dict());
   EXPECT_TRUE(v.as_dict().find("content")->is_none());
   const Value& call = v.as_dict().find("tool_calls")->as_list().items[0];
-  const Value& args = call.as_dict().find("function")->as_dict().find("arguments")->as_dict().items[0].second;
+  const Value& args =
+      call.as_dict().find("function")->as_dict().find("arguments")->as_dict().items[0].second;
   EXPECT_EQ(args.as_string(), "Paris");
   ChatMessage plain{"user", "x", {}, "", ""};
   EXPECT_EQ(message_value(plain).as_dict().find("tool_calls"), nullptr);

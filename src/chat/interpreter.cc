@@ -79,9 +79,7 @@ Status at(SourcePos pos, Status status) {
   return Status(status.code(), status.message() + " (" + describe(pos) + ")", status.where());
 }
 
-Status type_error(const std::string& message) {
-  return Status(ErrorCode::kTemplateError, message);
-}
+Status type_error(const std::string& message) { return Status(ErrorCode::kTemplateError, message); }
 
 std::string operand_types(const Value& a, const Value& b) {
   return "'" + std::string(a.type_name()) + "' and '" + std::string(b.type_name()) + "'";
@@ -134,18 +132,18 @@ class Interpreter {
  private:
   Status step(SourcePos pos) {
     if (++steps_ > limits_.max_steps) {
-      return Status(ErrorCode::kLimitExceeded,
-                    "template ran more than " + std::to_string(limits_.max_steps) +
-                        " steps (" + describe(pos) + ")");
+      return Status(ErrorCode::kLimitExceeded, "template ran more than " +
+                                                   std::to_string(limits_.max_steps) + " steps (" +
+                                                   describe(pos) + ")");
     }
     return ok_status();
   }
 
   Status append(std::string& out, std::string_view text, SourcePos pos) const {
     if (out.size() + text.size() > limits_.max_output_bytes) {
-      return Status(ErrorCode::kLimitExceeded,
-                    "template output exceeds " + std::to_string(limits_.max_output_bytes) +
-                        " bytes (" + describe(pos) + ")");
+      return Status(ErrorCode::kLimitExceeded, "template output exceeds " +
+                                                   std::to_string(limits_.max_output_bytes) +
+                                                   " bytes (" + describe(pos) + ")");
     }
     out.append(text);
     return ok_status();
@@ -164,7 +162,9 @@ class Interpreter {
   Result<Flow> exec(const Node& node, Scope& scope, std::string& out) {
     SYN_RETURN_IF_ERROR(step(node.pos));
     switch (node.kind) {
-      case NodeKind::kText: SYN_RETURN_IF_ERROR(append(out, node.text, node.pos)); break;
+      case NodeKind::kText:
+        SYN_RETURN_IF_ERROR(append(out, node.text, node.pos));
+        break;
       case NodeKind::kOutput: {
         SYN_ASSIGN_OR_RETURN(const Value value, eval(*node.expr, scope));
         if (value.is_callable() || value.is_namespace()) {
@@ -180,8 +180,11 @@ class Interpreter {
           if (truthy(cond)) return exec_body(branch.body, scope, out);
         }
         return exec_body(node.else_body, scope, out);
-      case NodeKind::kFor: return exec_for(node, scope, out);
-      case NodeKind::kSet: SYN_RETURN_IF_ERROR(at(node.pos, exec_set(node, scope))); break;
+      case NodeKind::kFor:
+        return exec_for(node, scope, out);
+      case NodeKind::kSet:
+        SYN_RETURN_IF_ERROR(at(node.pos, exec_set(node, scope)));
+        break;
       case NodeKind::kSetBlock: {
         std::string captured;
         SYN_ASSIGN_OR_RETURN(const Flow flow, exec_body(node.body, scope, captured));
@@ -213,9 +216,12 @@ class Interpreter {
         }
         return exec_body(node.body, inner, out);
       }
-      case NodeKind::kBreak: return Flow::kBreak;
-      case NodeKind::kContinue: return Flow::kContinue;
-      case NodeKind::kBlock: return exec_body(node.body, scope, out);
+      case NodeKind::kBreak:
+        return Flow::kBreak;
+      case NodeKind::kContinue:
+        return Flow::kContinue;
+      case NodeKind::kBlock:
+        return exec_body(node.body, scope, out);
     }
     return Flow::kNormal;
   }
@@ -270,7 +276,8 @@ class Interpreter {
     for (int64_t i = 0; i < length; ++i) {
       SYN_RETURN_IF_ERROR(count_iteration(node.pos));
       Scope iteration{&scope, {}};
-      SYN_RETURN_IF_ERROR(at(node.pos, bind_targets(node, items[static_cast<size_t>(i)], iteration)));
+      SYN_RETURN_IF_ERROR(
+          at(node.pos, bind_targets(node, items[static_cast<size_t>(i)], iteration)));
       ValueDict loop;
       loop.set("index", Value(i + 1));
       loop.set("index0", Value(i));
@@ -292,9 +299,9 @@ class Interpreter {
 
   Status count_iteration(SourcePos pos) {
     if (++iterations_ > limits_.max_loop_iterations) {
-      return Status(ErrorCode::kLimitExceeded,
-                    "template loops ran more than " + std::to_string(limits_.max_loop_iterations) +
-                        " iterations (" + describe(pos) + ")");
+      return Status(ErrorCode::kLimitExceeded, "template loops ran more than " +
+                                                   std::to_string(limits_.max_loop_iterations) +
+                                                   " iterations (" + describe(pos) + ")");
     }
     return ok_status();
   }
@@ -311,7 +318,8 @@ class Interpreter {
 
   Result<Value> eval_inner(const Expr& e, const Scope& scope) {
     switch (e.kind) {
-      case ExprKind::kLiteral: return e.literal;
+      case ExprKind::kLiteral:
+        return e.literal;
       case ExprKind::kName: {
         if (const Value* v = scope.find(e.name)) return *v;
         if (is_global_function(e.name)) {
@@ -347,8 +355,10 @@ class Interpreter {
         SYN_ASSIGN_OR_RETURN(const Value index, eval(*e.args[1], scope));
         return get_item(base, index, *e.args[0]);
       }
-      case ExprKind::kSlice: return eval_slice(e, scope);
-      case ExprKind::kCall: return eval_call(e, scope);
+      case ExprKind::kSlice:
+        return eval_slice(e, scope);
+      case ExprKind::kCall:
+        return eval_call(e, scope);
       case ExprKind::kFilter: {
         SYN_ASSIGN_OR_RETURN(const Value input, eval(*e.args[0], scope));
         SYN_ASSIGN_OR_RETURN(const CallArgs args, eval_args(e, 1, scope));
@@ -367,7 +377,8 @@ class Interpreter {
       case ExprKind::kNegate:
       case ExprKind::kPlus: {
         SYN_ASSIGN_OR_RETURN(const Value v, eval(*e.args[0], scope));
-        if (v.is_float()) return Value(e.kind == ExprKind::kNegate ? -v.as_double() : v.as_double());
+        if (v.is_float())
+          return Value(e.kind == ExprKind::kNegate ? -v.as_double() : v.as_double());
         if (v.is_integral()) {
           if (e.kind == ExprKind::kPlus) return Value(v.as_int());
           if (v.as_int() == INT64_MIN) return type_error("integer overflow");
@@ -402,7 +413,8 @@ class Interpreter {
         if (e.args[2] == nullptr) return Value::undefined("");
         return eval(*e.args[2], scope);
       }
-      case ExprKind::kBlockInput: return block_input_;
+      case ExprKind::kBlockInput:
+        return block_input_;
     }
     return type_error("unknown expression");
   }
@@ -479,8 +491,8 @@ class Interpreter {
     } else {
       return type_error("'" + std::string(base.type_name()) + "' object is not subscriptable");
     }
-    SYN_ASSIGN_OR_RETURN(const SliceSpec s,
-                         slice_indices(parts[0], parts[1], parts[2], static_cast<int64_t>(items.size())));
+    SYN_ASSIGN_OR_RETURN(const SliceSpec s, slice_indices(parts[0], parts[1], parts[2],
+                                                          static_cast<int64_t>(items.size())));
     std::vector<Value> out;
     for (int64_t i = s.start; s.step > 0 ? i < s.stop : i > s.stop; i += s.step) {
       out.push_back(items[static_cast<size_t>(i)]);
@@ -532,8 +544,8 @@ class Interpreter {
                     "macro calls nested deeper than " + std::to_string(limits_.max_call_depth));
     }
     if (args.positional.size() > macro.params.size()) {
-      return type_error("macro '" + macro.name + "' takes " +
-                        std::to_string(macro.params.size()) + " arguments");
+      return type_error("macro '" + macro.name + "' takes " + std::to_string(macro.params.size()) +
+                        " arguments");
     }
     Scope frame{&root_, {}};
     std::vector<bool> bound(macro.params.size(), false);
@@ -568,10 +580,14 @@ class Interpreter {
 
   Result<bool> compare(Op op, const Value& a, const Value& b) {
     switch (op) {
-      case Op::kEq: return values_equal(a, b);
-      case Op::kNe: return !values_equal(a, b);
-      case Op::kLt: return value_less(a, b);
-      case Op::kGt: return value_less(b, a);
+      case Op::kEq:
+        return values_equal(a, b);
+      case Op::kNe:
+        return !values_equal(a, b);
+      case Op::kLt:
+        return value_less(a, b);
+      case Op::kGt:
+        return value_less(b, a);
       case Op::kLe: {
         SYN_ASSIGN_OR_RETURN(const bool gt, value_less(b, a));
         return !gt;
@@ -580,12 +596,14 @@ class Interpreter {
         SYN_ASSIGN_OR_RETURN(const bool lt, value_less(a, b));
         return !lt;
       }
-      case Op::kIn: return value_contains(b, a);
+      case Op::kIn:
+        return value_contains(b, a);
       case Op::kNotIn: {
         SYN_ASSIGN_OR_RETURN(const bool in, value_contains(b, a));
         return !in;
       }
-      default: return type_error("not a comparison");
+      default:
+        return type_error("not a comparison");
     }
   }
 
@@ -593,9 +611,9 @@ class Interpreter {
     if (times <= 0) return seq.is_string() ? Value(std::string()) : Value::list({});
     const uint64_t unit = value_weight(seq);
     if (unit > 0 && static_cast<uint64_t>(times) > limits_.max_output_bytes / unit) {
-      return Status(ErrorCode::kLimitExceeded, "a repeated value grew past " +
-                                                   std::to_string(limits_.max_output_bytes) +
-                                                   " bytes");
+      return Status(
+          ErrorCode::kLimitExceeded,
+          "a repeated value grew past " + std::to_string(limits_.max_output_bytes) + " bytes");
     }
     if (seq.is_string()) {
       std::string out;
@@ -681,7 +699,8 @@ class Interpreter {
           return Value(std::pow(a.as_double(), b.as_double()));
         }
         break;
-      default: break;
+      default:
+        break;
     }
     return type_error("unsupported operand types " + operand_types(a, b));
   }

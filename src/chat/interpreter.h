@@ -17,14 +17,14 @@
 namespace synapse::chat {
 
 struct RenderLimits {
-  uint64_t max_output_bytes = 4u << 20;    // the rendered prompt, and every string or list built
+  uint64_t max_output_bytes = 4u << 20;     // the rendered prompt, and every string or list built
   uint64_t max_loop_iterations = 1u << 20;  // summed over all loops of one render
-  uint64_t max_steps = 20'000'000;           // expression and statement evaluations
-  int max_call_depth = 32;                   // nested macro calls
+  uint64_t max_steps = 20'000'000;          // expression and statement evaluations
+  int max_call_depth = 32;                  // nested macro calls
 };
 
 struct RenderContext {
-  ValueDict variables;             // the template's globals (messages, bos_token, ...)
+  ValueDict variables;  // the template's globals (messages, bos_token, ...)
   RenderLimits limits;
   std::optional<std::time_t> now;  // strftime_now's clock; nullopt: the system clock
 };

@@ -37,8 +37,9 @@ TEST(Interpreter, Literals) {
 }
 
 TEST(Interpreter, ScopesFollowJinja) {
-  EXPECT_EQ(ok("{% set y = 0 %}{% for x in [1,2,3] %}{{ y }}{% set y = x %}{{ y }}|{% endfor %}{{ y }}"),
-            "01|02|03|0");
+  EXPECT_EQ(
+      ok("{% set y = 0 %}{% for x in [1,2,3] %}{{ y }}{% set y = x %}{{ y }}|{% endfor %}{{ y }}"),
+      "01|02|03|0");
   EXPECT_EQ(ok("{% set ns = namespace(n=0) %}{% for x in [1,2,3] %}{% set ns.n = ns.n + x %}"
                "{% endfor %}{{ ns.n }}"),
             "6");
@@ -55,8 +56,9 @@ TEST(Interpreter, LoopVariables) {
                "{% endfor %}"),
             "2242");
   EXPECT_EQ(ok("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
-  EXPECT_EQ(ok("{% for k, v in d | items %}{{ k }}={{ v }};{% endfor %}", {{"d", {{"b", 1}, {"a", 2}}}}),
-            "b=1;a=2;");
+  EXPECT_EQ(
+      ok("{% for k, v in d | items %}{{ k }}={{ v }};{% endfor %}", {{"d", {{"b", 1}, {"a", 2}}}}),
+      "b=1;a=2;");
   EXPECT_EQ(ok("{% for x in range(10) %}{% if x == 3 %}{% break %}{% endif %}{% if x == 1 %}"
                "{% continue %}{% endif %}{{ x }}{% endfor %}"),
             "02");
@@ -77,8 +79,9 @@ TEST(Interpreter, StringsAndFilters) {
             "hi|['a', 'b', 'c']|True|True|abcX");
   EXPECT_EQ(ok("{{ 'abcdef'[1:4] }}{{ 'abc'[::-1] }}{{ [1,2,3][-1] }}{{ 'héllo' | length }}"),
             "bcdcba35");
-  EXPECT_EQ(ok("{{ x | default('d') }}{{ '' | default('e', true) }}{{ [3,1,2] | sort | join('-') }}"),
-            "de1-2-3");
+  EXPECT_EQ(
+      ok("{{ x | default('d') }}{{ '' | default('e', true) }}{{ [3,1,2] | sort | join('-') }}"),
+      "de1-2-3");
   EXPECT_EQ(ok("{{ m | selectattr('role', 'equalto', 'user') | map(attribute='c') | list }}",
                {{"m", {{{"role", "user"}, {"c", 1}}, {{"role", "bot"}, {"c", 2}}}}}),
             "[1]");
@@ -120,20 +123,21 @@ TEST(Interpreter, LimitsStopHostileTemplates) {
   RenderLimits limits;
   limits.max_output_bytes = 1000;
   limits.max_loop_iterations = 500;
-  EXPECT_EQ(run("{% for i in range(100) %}{% for j in range(100) %}x{% endfor %}{% endfor %}", {},
-                limits)
-                .status()
-                .code(),
-            ErrorCode::kLimitExceeded);
+  EXPECT_EQ(
+      run("{% for i in range(100) %}{% for j in range(100) %}x{% endfor %}{% endfor %}", {}, limits)
+          .status()
+          .code(),
+      ErrorCode::kLimitExceeded);
   EXPECT_EQ(run("{{ 'x' * 100000 }}", {}, limits).status().code(), ErrorCode::kLimitExceeded);
   EXPECT_EQ(run("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", {}, limits).status().code(),
             ErrorCode::kLimitExceeded);
-  EXPECT_EQ(run("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
-                "{% endfor %}",
-                {}, limits)
-                .status()
-                .code(),
-            ErrorCode::kLimitExceeded);
+  EXPECT_EQ(
+      run("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
+          "{% endfor %}",
+          {}, limits)
+          .status()
+          .code(),
+      ErrorCode::kLimitExceeded);
   EXPECT_EQ(run("{{ range(1000000000) }}").status().code(), ErrorCode::kLimitExceeded);
   std::string deep(200, '(');
   EXPECT_EQ(run("{{ " + deep + "1" + std::string(200, ')') + " }}").status().code(),

@@ -21,11 +21,11 @@ constexpr std::array<std::string_view, 25> kOperators = {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
-bool is_hex(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 // White space as Python's \s sees it (ASCII part; tags written with other spaces are errors).
-bool is_tag_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_tag_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 class Lexer {
  public:
@@ -56,7 +56,9 @@ class Lexer {
         const size_t line_pos = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
         if ((line_pos > 0 || line_starting) && line_pos < text.size() &&
             std::all_of(text.begin() + static_cast<std::ptrdiff_t>(line_pos), text.end(),
-                        [](char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'; })) {
+                        [](char c) {
+                          return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r';
+                        })) {
           text.resize(line_pos);
         }
       }
@@ -169,8 +171,8 @@ class Lexer {
 
   // The tokens of one {{ ... }} or {% ... %}; returns the offset after its end marker.
   Result<size_t> tag_tokens(size_t tag, size_t body, bool block) {
-    tokens_.push_back(Token{block ? TokenKind::kBlockBegin : TokenKind::kVariableBegin, "", 0,
-                            0.0, pos_of(tag)});
+    tokens_.push_back(
+        Token{block ? TokenKind::kBlockBegin : TokenKind::kVariableBegin, "", 0, 0.0, pos_of(tag)});
     std::vector<char> brackets;
     size_t p = body;
     while (true) {
@@ -185,8 +187,8 @@ class Lexer {
           end = block ? after_block_end(p + 2) : p + 2;
         }
         if (end != std::string::npos) {
-          tokens_.push_back(Token{block ? TokenKind::kBlockEnd : TokenKind::kVariableEnd, "", 0,
-                                  0.0, pos_of(p)});
+          tokens_.push_back(
+              Token{block ? TokenKind::kBlockEnd : TokenKind::kVariableEnd, "", 0, 0.0, pos_of(p)});
           return end;
         }
       }
@@ -211,8 +213,9 @@ class Lexer {
       } else if (c == '\'' || c == '"') {
         SYN_ASSIGN_OR_RETURN(p, string_literal(p, token));
       } else {
-        const auto op = std::find_if(kOperators.begin(), kOperators.end(),
-                                     [&](std::string_view o) { return src_.compare(p, o.size(), o) == 0; });
+        const auto op = std::find_if(kOperators.begin(), kOperators.end(), [&](std::string_view o) {
+          return src_.compare(p, o.size(), o) == 0;
+        });
         if (op == kOperators.end()) {
           return error(p, "unexpected character '" + std::string(1, c) + "' in a tag");
         }
@@ -241,8 +244,8 @@ class Lexer {
 
   // Digits with optional '_' separators.
   size_t digits(size_t p) const {
-    while (p < src_.size() && (is_digit(src_[p]) || (src_[p] == '_' && p + 1 < src_.size() &&
-                                                     is_digit(src_[p + 1])))) {
+    while (p < src_.size() && (is_digit(src_[p]) ||
+                               (src_[p] == '_' && p + 1 < src_.size() && is_digit(src_[p + 1])))) {
       ++p;
     }
     return p;
@@ -261,7 +264,7 @@ class Lexer {
          src_[start + 1] == 'O' || src_[start + 1] == 'b' || src_[start + 1] == 'B')) {
       const int base = src_[start + 1] == 'x' || src_[start + 1] == 'X'   ? 16
                        : src_[start + 1] == 'o' || src_[start + 1] == 'O' ? 8
-                                                                           : 2;
+                                                                          : 2;
       size_t p = start + 2;
       while (p < src_.size() && (is_hex(src_[p]) || src_[p] == '_')) ++p;
       const std::string text = clean(std::string_view(src_).substr(start + 2, p - start - 2));
@@ -324,17 +327,38 @@ class Lexer {
       const char e = src_[p + 1];
       p += 2;
       switch (e) {
-        case '\n': break;  // line continuation
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
+        case '\n':
+          break;  // line continuation
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
         case 'x':
         case 'u':
         case 'U': {
@@ -344,7 +368,8 @@ class Lexer {
                            src_.begin() + static_cast<std::ptrdiff_t>(p + n), is_hex)) {
             return error(p - 2, "invalid \\" + std::string(1, e) + " escape in a string literal");
           }
-          const auto cp = static_cast<uint32_t>(std::strtoul(src_.substr(p, n).c_str(), nullptr, 16));
+          const auto cp =
+              static_cast<uint32_t>(std::strtoul(src_.substr(p, n).c_str(), nullptr, 16));
           if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
             return error(p - 2, "escape outside Unicode scalar values in a string literal");
           }

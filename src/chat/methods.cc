@@ -11,9 +11,9 @@ namespace synapse::chat {
 namespace {
 
 constexpr std::array<std::string_view, 24> kStringMethods = {
-    "capitalize", "count",   "endswith", "find",    "isalnum", "isalpha",    "isdigit", "islower",
-    "isspace",    "isupper", "join",     "lower",   "lstrip",  "replace",    "rfind",   "rsplit",
-    "rstrip",     "split",   "splitlines", "startswith", "strip", "title",   "upper",   "format"};
+    "capitalize", "count",   "endswith",   "find",       "isalnum", "isalpha", "isdigit", "islower",
+    "isspace",    "isupper", "join",       "lower",      "lstrip",  "replace", "rfind",   "rsplit",
+    "rstrip",     "split",   "splitlines", "startswith", "strip",   "title",   "upper",   "format"};
 constexpr std::array<std::string_view, 4> kDictMethods = {"get", "items", "keys", "values"};
 
 template <size_t N>
@@ -146,7 +146,8 @@ Result<Value> string_method(const BuiltinEnv& env, const std::string& text, std:
     if (name == "count") {
       if (sub.empty()) return Value(static_cast<int64_t>(utf8_length(part) + 1));
       int64_t n = 0;
-      for (size_t p = part.find(sub); p != std::string_view::npos; p = part.find(sub, p + sub.size())) {
+      for (size_t p = part.find(sub); p != std::string_view::npos;
+           p = part.find(sub, p + sub.size())) {
         ++n;
       }
       return Value(n);

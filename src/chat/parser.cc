@@ -78,17 +78,27 @@ class Parser {
 
   static std::string describe_token(const Token& token) {
     switch (token.kind) {
-      case TokenKind::kText: return "text";
-      case TokenKind::kVariableBegin: return "'{{'";
-      case TokenKind::kVariableEnd: return "'}}'";
-      case TokenKind::kBlockBegin: return "'{%'";
-      case TokenKind::kBlockEnd: return "'%}'";
-      case TokenKind::kName: return "'" + token.text + "'";
-      case TokenKind::kString: return "a string";
+      case TokenKind::kText:
+        return "text";
+      case TokenKind::kVariableBegin:
+        return "'{{'";
+      case TokenKind::kVariableEnd:
+        return "'}}'";
+      case TokenKind::kBlockBegin:
+        return "'{%'";
+      case TokenKind::kBlockEnd:
+        return "'%}'";
+      case TokenKind::kName:
+        return "'" + token.text + "'";
+      case TokenKind::kString:
+        return "a string";
       case TokenKind::kInteger:
-      case TokenKind::kFloat: return "a number";
-      case TokenKind::kOperator: return "'" + token.text + "'";
-      case TokenKind::kEnd: return "the end of the template";
+      case TokenKind::kFloat:
+        return "a number";
+      case TokenKind::kOperator:
+        return "'" + token.text + "'";
+      case TokenKind::kEnd:
+        return "the end of the template";
     }
     return "a token";
   }
@@ -160,7 +170,8 @@ class Parser {
                                     std::string(*(enders.end() - 1)) + "'");
           }
           return body;
-        default: return error(token, "unexpected " + describe_token(token));
+        default:
+          return error(token, "unexpected " + describe_token(token));
       }
     }
   }
@@ -232,8 +243,7 @@ class Parser {
       node.targets.push_back(std::move(target));
       if (!skip_op(",")) break;
       node.unpack = true;
-      if ((parenthesized && is_op(")")) || (!end_name.empty() && is_name(end_name)) ||
-          is_op("=")) {
+      if ((parenthesized && is_op(")")) || (!end_name.empty() && is_name(end_name)) || is_op("=")) {
         break;
       }
     }
@@ -289,7 +299,8 @@ class Parser {
     if (node->unpack) return error(peek(), "a block set assigns one name");
     node->kind = NodeKind::kSetBlock;
     if (is_op("|")) {
-      SYN_ASSIGN_OR_RETURN(node->expr, parse_filters(make_expr(ExprKind::kBlockInput, peek().pos), false));
+      SYN_ASSIGN_OR_RETURN(node->expr,
+                           parse_filters(make_expr(ExprKind::kBlockInput, peek().pos), false));
     }
     SYN_RETURN_IF_ERROR(expect_block_end());
     return parse_closing(std::move(node), "endset");
@@ -323,7 +334,8 @@ class Parser {
 
   Result<NodePtr> parse_filter_block(NodePtr node) {
     node->kind = NodeKind::kFilterBlock;
-    SYN_ASSIGN_OR_RETURN(node->expr, parse_filters(make_expr(ExprKind::kBlockInput, peek().pos), true));
+    SYN_ASSIGN_OR_RETURN(node->expr,
+                         parse_filters(make_expr(ExprKind::kBlockInput, peek().pos), true));
     SYN_RETURN_IF_ERROR(expect_block_end());
     return parse_closing(std::move(node), "endfilter");
   }
@@ -573,12 +585,13 @@ class Parser {
       case TokenKind::kInteger:
       case TokenKind::kFloat: {
         auto node = make_expr(ExprKind::kLiteral, pos);
-        node->literal = token.kind == TokenKind::kInteger ? Value(token.int_value)
-                                                          : Value(token.float_value);
+        node->literal =
+            token.kind == TokenKind::kInteger ? Value(token.int_value) : Value(token.float_value);
         next();
         return node;
       }
-      default: break;
+      default:
+        break;
     }
     if (skip_op("(")) {
       SYN_ASSIGN_OR_RETURN(ExprPtr inner, parse_tuple(true, true, {}));
@@ -647,7 +660,7 @@ class Parser {
     DepthGuard guard(*this);
     SYN_RETURN_IF_ERROR(check_depth());
     const SourcePos pos = next().pos;  // '['
-    std::vector<ExprPtr> parts;  // start, stop, step; or a single index
+    std::vector<ExprPtr> parts;        // start, stop, step; or a single index
     bool is_slice = false;
     for (int part = 0; part < 3; ++part) {
       if (part > 0) {
@@ -762,10 +775,10 @@ class Parser {
       SYN_RETURN_IF_ERROR(parse_call_args(*test));
     } else {
       const Token& arg = peek();
-      const bool starts_argument =
-          arg.kind == TokenKind::kName || arg.kind == TokenKind::kString ||
-          arg.kind == TokenKind::kInteger || arg.kind == TokenKind::kFloat || is_op("(") ||
-          is_op("[") || is_op("{");
+      const bool starts_argument = arg.kind == TokenKind::kName || arg.kind == TokenKind::kString ||
+                                   arg.kind == TokenKind::kInteger ||
+                                   arg.kind == TokenKind::kFloat || is_op("(") || is_op("[") ||
+                                   is_op("{");
       if (starts_argument && !is_name("else") && !is_name("or") && !is_name("and")) {
         if (is_name("is")) return error(arg, "tests cannot be chained with 'is'");
         DepthGuard guard(*this);

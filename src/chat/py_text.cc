@@ -44,14 +44,29 @@ void append_json_string(std::string& out, std::string_view text, bool ensure_asc
     const size_t start = pos;
     const uint32_t cp = decode_at(text, pos);
     switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     char buf[16];
     if (cp < 0x20 || (ensure_ascii && cp > 0x7E)) {
@@ -85,19 +100,29 @@ class JsonWriter {
       return Status(ErrorCode::kLimitExceeded, "tojson: value nested too deeply");
     }
     switch (value.kind()) {
-      case Value::Kind::kNone: out_ += "null"; return ok_status();
-      case Value::Kind::kBool: out_ += value.as_bool() ? "true" : "false"; return ok_status();
-      case Value::Kind::kInt: out_ += std::to_string(value.as_int()); return ok_status();
-      case Value::Kind::kFloat: write_float(value.as_double()); return ok_status();
+      case Value::Kind::kNone:
+        out_ += "null";
+        return ok_status();
+      case Value::Kind::kBool:
+        out_ += value.as_bool() ? "true" : "false";
+        return ok_status();
+      case Value::Kind::kInt:
+        out_ += std::to_string(value.as_int());
+        return ok_status();
+      case Value::Kind::kFloat:
+        write_float(value.as_double());
+        return ok_status();
       case Value::Kind::kString:
         append_json_string(out_, value.as_string(), options_.ensure_ascii);
         return ok_status();
-      case Value::Kind::kList: return write_list(value.as_list(), depth);
-      case Value::Kind::kDict: return write_dict(value.as_dict(), depth);
+      case Value::Kind::kList:
+        return write_list(value.as_list(), depth);
+      case Value::Kind::kDict:
+        return write_dict(value.as_dict(), depth);
       default:
-        return Status(ErrorCode::kTemplateError, "Object of type " +
-                                                     std::string(value.type_name()) +
-                                                     " is not JSON serializable");
+        return Status(
+            ErrorCode::kTemplateError,
+            "Object of type " + std::string(value.type_name()) + " is not JSON serializable");
     }
   }
 
@@ -199,8 +224,8 @@ std::string py_float_repr(double value) {
   }
   int exponent = 0;
   const std::string_view exp_text = sci.substr(e_pos + 1);
-  std::from_chars(exp_text.data() + (exp_text[0] == '+' ? 1 : 0),
-                  exp_text.data() + exp_text.size(), exponent);
+  std::from_chars(exp_text.data() + (exp_text[0] == '+' ? 1 : 0), exp_text.data() + exp_text.size(),
+                  exponent);
   const int decimal_point = exponent + 1;
   const int n_digits = static_cast<int>(digits.size());
   if (decimal_point > -4 && decimal_point <= 16) {
@@ -322,7 +347,8 @@ std::vector<size_t> utf8_offsets(std::string_view text) {
 
 std::string py_strip(std::string_view text, const std::optional<std::string>& chars,
                      StripSide side) {
-  const std::vector<uint32_t> strip_set = chars ? utf8_code_points(*chars) : std::vector<uint32_t>{};
+  const std::vector<uint32_t> strip_set =
+      chars ? utf8_code_points(*chars) : std::vector<uint32_t>{};
   auto strips = [&](uint32_t cp) {
     if (!chars) return py_is_space(cp);
     return std::find(strip_set.begin(), strip_set.end(), cp) != strip_set.end();

@@ -23,7 +23,7 @@ std::string py_string_repr(std::string_view text);
 // Options of json.dumps as HF's tojson passes them (ensure_ascii=False by default).
 struct JsonDumpOptions {
   bool ensure_ascii = false;
-  std::optional<std::string> indent;  // nullopt: one line; else the indent unit
+  std::optional<std::string> indent;          // nullopt: one line; else the indent unit
   std::optional<std::string> item_separator;  // default ", " (one line) or "," (indented)
   std::optional<std::string> key_separator;   // default ": "
   bool sort_keys = false;

@@ -66,10 +66,14 @@ Value Value::dict(ValueDict dict) {
 
 uint64_t value_weight(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::kString: return 1 + value.as_string().size();
-    case Value::Kind::kList: return value.as_list().weight;
-    case Value::Kind::kDict: return value.as_dict().weight;
-    default: return 1;
+    case Value::Kind::kString:
+      return 1 + value.as_string().size();
+    case Value::Kind::kList:
+      return value.as_list().weight;
+    case Value::Kind::kDict:
+      return value.as_dict().weight;
+    default:
+      return 1;
   }
 }
 
@@ -99,16 +103,26 @@ double Value::as_double() const {
 
 std::string_view Value::type_name() const {
   switch (kind_) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return as_list().tuple ? "tuple" : "list";
-    case Kind::kDict: return "dict";
-    case Kind::kNamespace: return "Namespace";
-    case Kind::kCallable: return "function";
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return as_list().tuple ? "tuple" : "list";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kNamespace:
+      return "Namespace";
+    case Kind::kCallable:
+      return "function";
   }
   return "object";
 }
@@ -116,15 +130,23 @@ std::string_view Value::type_name() const {
 bool truthy(const Value& value) {
   switch (value.kind()) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return false;
-    case Value::Kind::kBool: return value.as_bool();
-    case Value::Kind::kInt: return value.as_int() != 0;
-    case Value::Kind::kFloat: return value.as_double() != 0.0;
-    case Value::Kind::kString: return !value.as_string().empty();
-    case Value::Kind::kList: return !value.as_list().items.empty();
-    case Value::Kind::kDict: return !value.as_dict().items.empty();
+    case Value::Kind::kNone:
+      return false;
+    case Value::Kind::kBool:
+      return value.as_bool();
+    case Value::Kind::kInt:
+      return value.as_int() != 0;
+    case Value::Kind::kFloat:
+      return value.as_double() != 0.0;
+    case Value::Kind::kString:
+      return !value.as_string().empty();
+    case Value::Kind::kList:
+      return !value.as_list().items.empty();
+    case Value::Kind::kDict:
+      return !value.as_dict().items.empty();
     case Value::Kind::kNamespace:
-    case Value::Kind::kCallable: return true;
+    case Value::Kind::kCallable:
+      return true;
   }
   return false;
 }
@@ -137,8 +159,10 @@ bool values_equal(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return true;
-    case Value::Kind::kString: return a.as_string() == b.as_string();
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return a.as_string() == b.as_string();
     case Value::Kind::kList: {
       const ValueList& x = a.as_list();
       const ValueList& y = b.as_list();
@@ -158,9 +182,12 @@ bool values_equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Value::Kind::kNamespace: return &a.as_namespace() == &b.as_namespace();
-    case Value::Kind::kCallable: return &a.as_callable() == &b.as_callable();
-    default: return false;
+    case Value::Kind::kNamespace:
+      return &a.as_namespace() == &b.as_namespace();
+    case Value::Kind::kCallable:
+      return &a.as_callable() == &b.as_callable();
+    default:
+      return false;
   }
 }
 
@@ -186,20 +213,29 @@ Result<bool> value_less(const Value& a, const Value& b) {
 
 std::string to_str(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::kUndefined: return "";
-    case Value::Kind::kString: return value.as_string();
-    default: return repr(value);
+    case Value::Kind::kUndefined:
+      return "";
+    case Value::Kind::kString:
+      return value.as_string();
+    default:
+      return repr(value);
   }
 }
 
 std::string repr(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::kUndefined: return "Undefined";
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kBool: return value.as_bool() ? "True" : "False";
-    case Value::Kind::kInt: return std::to_string(value.as_int());
-    case Value::Kind::kFloat: return py_float_repr(value.as_double());
-    case Value::Kind::kString: return py_string_repr(value.as_string());
+    case Value::Kind::kUndefined:
+      return "Undefined";
+    case Value::Kind::kNone:
+      return "None";
+    case Value::Kind::kBool:
+      return value.as_bool() ? "True" : "False";
+    case Value::Kind::kInt:
+      return std::to_string(value.as_int());
+    case Value::Kind::kFloat:
+      return py_float_repr(value.as_double());
+    case Value::Kind::kString:
+      return py_string_repr(value.as_string());
     case Value::Kind::kList: {
       const ValueList& list = value.as_list();
       std::string out(1, list.tuple ? '(' : '[');
@@ -223,7 +259,8 @@ std::string repr(const Value& value) {
       }
       return out + "}";
     }
-    case Value::Kind::kNamespace: return "<Namespace>";
+    case Value::Kind::kNamespace:
+      return "<Namespace>";
     case Value::Kind::kCallable:
       return "<function " + std::string(value.as_callable().name()) + ">";
   }

@@ -20,8 +20,8 @@ class Value;
 
 struct ValueList {
   std::vector<Value> items;
-  bool tuple = false;    // prints as (a, b) and never equals a list, as in Python
-  uint64_t weight = 0;   // see value_weight()
+  bool tuple = false;   // prints as (a, b) and never equals a list, as in Python
+  uint64_t weight = 0;  // see value_weight()
 };
 
 // Keys are unique and kept in insertion order (what Python dicts and HF's tojson do).
@@ -29,7 +29,7 @@ struct ValueDict {
   std::vector<std::pair<std::string, Value>> items;
   const Value* find(std::string_view key) const;
   void set(std::string key, Value value);  // replaces an existing key in place
-  uint64_t weight = 0;  // see value_weight(); Value::dict() fills it
+  uint64_t weight = 0;                     // see value_weight(); Value::dict() fills it
 };
 
 // `namespace()` objects: the one mutable value, shared by reference like a Python object.
@@ -59,16 +59,16 @@ class Value {
     kCallable,
   };
 
-  Value() = default;  // undefined
+  Value() = default;                         // undefined
   static Value undefined(std::string hint);  // hint: the name that was missing, for messages
   static Value none();
-  Value(bool b);                                              // NOLINT(google-explicit-constructor)
-  Value(int64_t i);                                           // NOLINT(google-explicit-constructor)
-  Value(int i) : Value(static_cast<int64_t>(i)) {}            // NOLINT(google-explicit-constructor)
-  Value(double d);                                            // NOLINT(google-explicit-constructor)
-  Value(std::string s);                                       // NOLINT(google-explicit-constructor)
-  Value(std::string_view s) : Value(std::string(s)) {}        // NOLINT(google-explicit-constructor)
-  Value(const char* s) : Value(std::string(s)) {}             // NOLINT(google-explicit-constructor)
+  Value(bool b);                                        // NOLINT(google-explicit-constructor)
+  Value(int64_t i);                                     // NOLINT(google-explicit-constructor)
+  Value(int i) : Value(static_cast<int64_t>(i)) {}      // NOLINT(google-explicit-constructor)
+  Value(double d);                                      // NOLINT(google-explicit-constructor)
+  Value(std::string s);                                 // NOLINT(google-explicit-constructor)
+  Value(std::string_view s) : Value(std::string(s)) {}  // NOLINT(google-explicit-constructor)
+  Value(const char* s) : Value(std::string(s)) {}       // NOLINT(google-explicit-constructor)
   static Value list(std::vector<Value> items, bool tuple = false);
   static Value dict(ValueDict dict);
   static Value make_namespace(ValueDict attributes);
@@ -89,7 +89,7 @@ class Value {
   bool is_callable() const { return kind_ == Kind::kCallable; }
 
   bool as_bool() const { return std::get<bool>(data_); }
-  int64_t as_int() const;  // bool or int
+  int64_t as_int() const;    // bool or int
   double as_double() const;  // bool, int or float
   const std::string& as_string() const { return std::get<std::string>(data_); }
   const ValueList& as_list() const { return *std::get<std::shared_ptr<const ValueList>>(data_); }
