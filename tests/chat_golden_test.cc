@@ -31,7 +31,8 @@ Json read_json(const std::string& name) {
 ChatMessage to_message(const Json& m) {
   ChatMessage out;
   out.role = m.at("role").get<std::string>();
-  if (m.contains("content") && !m["content"].is_null()) out.content = m["content"].get<std::string>();
+  if (m.contains("content") && !m["content"].is_null())
+    out.content = m["content"].get<std::string>();
   if (m.contains("tool_calls")) {
     for (const Json& c : m["tool_calls"]) {
       out.tool_calls.push_back({c.value("id", ""), c["function"]["name"].get<std::string>(),
@@ -114,8 +115,8 @@ TEST(ChatGolden, MatchesJinja2ByteForByte) {
 // The built-in templates compiled into the library are the files the generator reads.
 TEST(ChatGolden, BuiltinsMatchTheirFiles) {
   for (std::string_view name : builtin_template_names()) {
-    const std::string file = std::string(SYNAPSE_SOURCE_DIR) + "/src/chat/templates/" +
-                             std::string(name) + ".jinja";
+    const std::string file =
+        std::string(SYNAPSE_SOURCE_DIR) + "/src/chat/templates/" + std::string(name) + ".jinja";
     EXPECT_EQ(*builtin_template(name), synapse::testing::read_file_text(file)) << name;
   }
 }
