@@ -2,8 +2,8 @@
 // libFuzzer target for request bodies of the HTTP API. The first input byte picks the endpoint
 // (completions, chat completions, tokenize, detokenize), the rest is the body. Every outcome
 // must be a parsed request or an error with a request-error code whose OpenAI error body
-// serializes; a parsed chat request is also rendered through the Qwen2.5 template (bounded, with tools), so
-// arbitrary messages and tool-call arguments reach the template values.
+// serializes; a parsed chat request is also rendered through the Qwen2.5 template (bounded, with
+// tools), so arbitrary messages and tool-call arguments reach the template values.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -48,7 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   api::RequestLimits limits;
   limits.max_body_bytes = 64 << 10;
   switch (data[0] % 4) {
-    case 0: check(api::parse_completion_request(body, limits)); break;
+    case 0:
+      check(api::parse_completion_request(body, limits));
+      break;
     case 1: {
       auto r = api::parse_chat_completion_request(body, limits);
       check(r);
@@ -70,8 +72,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     }
-    case 2: check(api::parse_tokenize_request(body, limits)); break;
-    default: check(api::parse_detokenize_request(body, limits)); break;
+    case 2:
+      check(api::parse_tokenize_request(body, limits));
+      break;
+    default:
+      check(api::parse_detokenize_request(body, limits));
+      break;
   }
   return 0;
 }

@@ -20,7 +20,11 @@ ChatRenderInput conversation() {
   input.messages = {
       {"system", "Be brief.", {}, "", ""},
       {"user", "Weather in Paris? \xC3\xA9 \xF0\x9F\x9A\x80", {}, "", ""},
-      {"assistant", std::nullopt, {{"c1", "get_weather", R"({"city": "Paris", "n": [1, 2.5]})"}}, "", ""},
+      {"assistant",
+       std::nullopt,
+       {{"c1", "get_weather", R"({"city": "Paris", "n": [1, 2.5]})"}},
+       "",
+       ""},
       {"tool", "{\"t\": 21}", {}, "c1", ""},
       {"assistant", "  It is 21 degrees.\n", {}, "", ""},
       {"user", "Thanks", {}, "", ""},

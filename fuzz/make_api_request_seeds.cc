@@ -17,12 +17,17 @@ int main(int argc, char** argv) {
     const char* body;
   };
   const Seed seeds[] = {
-      {0, R"({"model": "m", "prompt": "Once upon", "max_tokens": 8, "temperature": 0.7, "stop": ["\n"], "logprobs": 2, "echo": true, "seed": 1})"},
-      {0, R"({"prompt": [[1, 2, 3]], "stream": true, "stream_options": {"include_usage": true}, "logit_bias": {"5": -100}})"},
+      {0,
+       R"({"model": "m", "prompt": "Once upon", "max_tokens": 8, "temperature": 0.7, "stop": ["\n"], "logprobs": 2, "echo": true, "seed": 1})"},
+      {0,
+       R"({"prompt": [[1, 2, 3]], "stream": true, "stream_options": {"include_usage": true}, "logit_bias": {"5": -100}})"},
       {0, R"({"prompt": ["one", "two"], "n": 2, "max_tokens": -1})"},
-      {1, R"({"model": "m", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_completion_tokens": 4, "top_k": 40, "min_p": 0.1, "logprobs": true, "top_logprobs": 2})"},
-      {1, R"({"messages": [{"role": "user", "content": "w?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{\"a\": [1, {\"b\": null}]}"}}]}, {"role": "tool", "tool_call_id": "c", "content": "1"}], "tools": [{"type": "function", "function": {"name": "f"}}]})"},
-      {1, R"({"messages": [{"role": "user", "content": 5}], "response_format": {"type": "json_object"}})"},
+      {1,
+       R"({"model": "m", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_completion_tokens": 4, "top_k": 40, "min_p": 0.1, "logprobs": true, "top_logprobs": 2})"},
+      {1,
+       R"({"messages": [{"role": "user", "content": "w?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{\"a\": [1, {\"b\": null}]}"}}]}, {"role": "tool", "tool_call_id": "c", "content": "1"}], "tools": [{"type": "function", "function": {"name": "f"}}]})"},
+      {1,
+       R"({"messages": [{"role": "user", "content": 5}], "response_format": {"type": "json_object"}})"},
       {2, R"({"content": "hello world", "add_special": true, "with_pieces": true})"},
       {3, R"({"tokens": [1, 2, 3, 2147483647]})"},
   };

@@ -26,10 +26,14 @@ int main(int argc, char** argv) {
       "{% set ns = namespace(a=1) %}{% for m in messages if m.content %}{% set ns.a = ns.a * 2 %}\
 {{ loop.index }}{{ m.role | upper }}{% endfor %}{{ ns.a }}",
       "{% macro f(x, y='d') -%} {{ x ~ y }} {%- endmacro %}{{ f(1) }}{{ f(2, y=3) }}",
-      "{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(', ') }}",
-      "{{ tools | tojson(indent=2) }}{{ messages[2].tool_calls[0].function.arguments | items | list }}",
-      "{{ 'a,b'.split(',') }}{{ '  x '.strip() }}{{ 'abc'[::-1] }}{{ messages[-1]['content'][1:3] }}",
-      "{% if x is not defined and 1 < 2 <= 3 %}{{ (1, 2) + (3,) }}{% elif y %}{% else %}{% endif %}",
+      "{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(', ') "
+      "}}",
+      "{{ tools | tojson(indent=2) }}{{ messages[2].tool_calls[0].function.arguments | items | "
+      "list }}",
+      "{{ 'a,b'.split(',') }}{{ '  x '.strip() }}{{ 'abc'[::-1] }}{{ messages[-1]['content'][1:3] "
+      "}}",
+      "{% if x is not defined and 1 < 2 <= 3 %}{{ (1, 2) + (3,) }}{% elif y %}{% else %}{% endif "
+      "%}",
       "{%- for i in range(3) %}{% if i == 1 %}{% continue %}{% endif %}{{ i }}{% endfor -%}",
       "{% set c %}{{ bos_token }}{% endset %}{% filter trim %} {{ c }} {% endfilter %}{# c #}",
       "{{ raise_exception('no') }}",

@@ -9,13 +9,20 @@ namespace {
 // OpenAI's error types by HTTP status.
 std::string_view error_type(int http_status) {
   switch (http_status) {
-    case 401: return "authentication_error";
-    case 403: return "permission_error";
-    case 404: return "not_found_error";
-    case 429: return "rate_limit_error";
-    case 501: return "not_implemented_error";
-    case 503: return "unavailable_error";
-    default: return http_status >= 500 ? "server_error" : "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 429:
+      return "rate_limit_error";
+    case 501:
+      return "not_implemented_error";
+    case 503:
+      return "unavailable_error";
+    default:
+      return http_status >= 500 ? "server_error" : "invalid_request_error";
   }
 }
 
@@ -36,7 +43,8 @@ std::string error_body(const ApiError& error) {
   nlohmann::ordered_json body;
   body["error"]["message"] = error.message;
   body["error"]["type"] = error.type;
-  body["error"]["param"] = error.param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(error.param);
+  body["error"]["param"] =
+      error.param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(error.param);
   body["error"]["code"] = error.code;
   return body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -13,15 +13,23 @@ using Json = nlohmann::ordered_json;
 
 std::string json_type_name(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
-    default: return "an unknown value";
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unknown value";
   }
 }
 
@@ -30,9 +38,9 @@ Status field_error(ErrorCode code, const std::string& path, const std::string& m
 }
 
 Status wrong_type(const std::string& path, std::string_view expected, const Json& v) {
-  return field_error(ErrorCode::kInvalidType, path,
-                     "'" + path + "' must be " + std::string(expected) + ", got " +
-                         json_type_name(v));
+  return field_error(
+      ErrorCode::kInvalidType, path,
+      "'" + path + "' must be " + std::string(expected) + ", got " + json_type_name(v));
 }
 
 Status bad_value(const std::string& path, const std::string& why) {
@@ -81,7 +89,8 @@ Result<Json> parse_body(std::string_view body, const RequestLimits& limits) {
   }
   Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return Status(ErrorCode::kInvalidJson, "request body is not valid JSON");
-  if (!json.is_object()) return Status(ErrorCode::kInvalidJson, "request body must be a JSON object");
+  if (!json.is_object())
+    return Status(ErrorCode::kInvalidJson, "request body must be a JSON object");
   return json;
 }
 
@@ -190,8 +199,8 @@ Status parse_stop(const Json& body, const RequestLimits& limits, std::vector<std
   }
   if (!v->is_array()) return wrong_type("stop", "a string or an array of strings", *v);
   if (v->size() > limits.max_stop_sequences) {
-    return bad_value("stop", "has more than " + std::to_string(limits.max_stop_sequences) +
-                                 " sequences");
+    return bad_value("stop",
+                     "has more than " + std::to_string(limits.max_stop_sequences) + " sequences");
   }
   for (size_t i = 0; i < v->size(); ++i) {
     const std::string path = "stop[" + std::to_string(i) + "]";
@@ -210,8 +219,8 @@ Status parse_logit_bias(const Json& body, const RequestLimits& limits,
   if (v == nullptr) return ok_status();
   if (!v->is_object()) return wrong_type("logit_bias", "an object of token ids to numbers", *v);
   if (v->size() > limits.max_logit_bias) {
-    return bad_value("logit_bias", "has more than " + std::to_string(limits.max_logit_bias) +
-                                       " entries");
+    return bad_value("logit_bias",
+                     "has more than " + std::to_string(limits.max_logit_bias) + " entries");
   }
   for (const auto& [key, bias] : v->items()) {
     const std::string path = "logit_bias." + key;
@@ -273,8 +282,9 @@ Status parse_common(const Json& body, const RequestLimits& limits, std::string& 
   if (const Json* format = field(body, "response_format")) {
     if (!format->is_object()) return wrong_type("response_format", "an object", *format);
     SYN_ASSIGN_OR_RETURN(const auto type, get_string(*format, "type", "response_format"));
-    if (!type) return field_error(ErrorCode::kMissingParameter, "response_format.type",
-                                  "'response_format.type' is required");
+    if (!type)
+      return field_error(ErrorCode::kMissingParameter, "response_format.type",
+                         "'response_format.type' is required");
     if (*type != "text") {
       return unsupported("response_format.type",
                          "'" + *type + "' is not supported; only 'text' is");
@@ -304,21 +314,25 @@ Result<std::optional<std::string>> parse_content(const Json& message, const std:
     const Json& part = (*v)[i];
     if (!part.is_object()) return wrong_type(part_path, "an object", part);
     SYN_ASSIGN_OR_RETURN(const auto type, get_string(part, "type", part_path));
-    if (!type) return field_error(ErrorCode::kMissingParameter, part_path + ".type",
-                                  "'" + part_path + ".type' is required");
+    if (!type)
+      return field_error(ErrorCode::kMissingParameter, part_path + ".type",
+                         "'" + part_path + ".type' is required");
     if (*type != "text") {
-      return unsupported(part_path + ".type", "'" + *type + "' content is not supported; only 'text' is");
+      return unsupported(part_path + ".type",
+                         "'" + *type + "' content is not supported; only 'text' is");
     }
     SYN_ASSIGN_OR_RETURN(const auto part_text, get_string(part, "text", part_path));
-    if (!part_text) return field_error(ErrorCode::kMissingParameter, part_path + ".text",
-                                       "'" + part_path + ".text' is required");
+    if (!part_text)
+      return field_error(ErrorCode::kMissingParameter, part_path + ".text",
+                         "'" + part_path + ".text' is required");
     SYN_RETURN_IF_ERROR(check_text(part_path + ".text", *part_text));
     text += *part_text;
   }
   return std::optional<std::string>(std::move(text));
 }
 
-Result<std::vector<chat::ToolCall>> parse_tool_calls(const Json& message, const std::string& prefix) {
+Result<std::vector<chat::ToolCall>> parse_tool_calls(const Json& message,
+                                                     const std::string& prefix) {
   std::vector<chat::ToolCall> calls;
   const Json* v = field(message, "tool_calls");
   if (v == nullptr) return calls;
@@ -350,9 +364,9 @@ Result<std::vector<chat::ToolCall>> parse_tool_calls(const Json& message, const 
     const Json* arguments = field(*function, "arguments");
     if (arguments != nullptr) {
       // OpenAI sends a JSON string; an object is accepted too and kept as its JSON text.
-      call.arguments = arguments->is_string() ? arguments->get<std::string>()
-                                              : arguments->dump(-1, ' ', false,
-                                                                Json::error_handler_t::replace);
+      call.arguments = arguments->is_string()
+                           ? arguments->get<std::string>()
+                           : arguments->dump(-1, ' ', false, Json::error_handler_t::replace);
     }
     SYN_RETURN_IF_ERROR(check_text(call_path + ".function", call.name + call.arguments));
     calls.push_back(std::move(call));
@@ -366,7 +380,8 @@ Result<chat::ChatMessage> parse_message(const Json& m, const std::string& path,
   chat::ChatMessage message;
   SYN_ASSIGN_OR_RETURN(const auto role, get_string(m, "role", path));
   if (!role) {
-    return field_error(ErrorCode::kMissingParameter, path + ".role", "'" + path + ".role' is required");
+    return field_error(ErrorCode::kMissingParameter, path + ".role",
+                       "'" + path + ".role' is required");
   }
   // "developer" is OpenAI's newer name for the system role.
   message.role = *role == "developer" ? "system" : *role;
@@ -410,7 +425,8 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
     if (prompt->empty()) return bad_value("prompt", "is empty");
     const Json& first = (*prompt)[0];
     if (first.is_number_integer()) {
-      SYN_ASSIGN_OR_RETURN(r.prompt_tokens, token_array(*prompt, "prompt", limits.max_prompt_tokens));
+      SYN_ASSIGN_OR_RETURN(r.prompt_tokens,
+                           token_array(*prompt, "prompt", limits.max_prompt_tokens));
     } else {
       if (prompt->size() > 1) {
         return unsupported("prompt", "holds several prompts; one prompt per request is supported");
@@ -448,7 +464,8 @@ Result<ChatCompletionRequest> parse_chat_completion_request(std::string_view bod
   ChatCompletionRequest r;
   SYN_RETURN_IF_ERROR(parse_common(json, limits, r.model, r.sampling, r.stream, r.user));
   SYN_ASSIGN_OR_RETURN(r.sampling.max_tokens, get_int(json, "max_tokens", 1, 1 << 24));
-  SYN_ASSIGN_OR_RETURN(const auto max_completion, get_int(json, "max_completion_tokens", 1, 1 << 24));
+  SYN_ASSIGN_OR_RETURN(const auto max_completion,
+                       get_int(json, "max_completion_tokens", 1, 1 << 24));
   if (max_completion) r.sampling.max_tokens = max_completion;  // the newer name wins
   const Json* messages = field(json, "messages");
   if (messages == nullptr) {
@@ -457,11 +474,13 @@ Result<ChatCompletionRequest> parse_chat_completion_request(std::string_view bod
   if (!messages->is_array()) return wrong_type("messages", "an array", *messages);
   if (messages->empty()) return bad_value("messages", "must hold at least one message");
   if (messages->size() > limits.max_messages) {
-    return bad_value("messages", "has more than " + std::to_string(limits.max_messages) + " messages");
+    return bad_value("messages",
+                     "has more than " + std::to_string(limits.max_messages) + " messages");
   }
   for (size_t i = 0; i < messages->size(); ++i) {
-    SYN_ASSIGN_OR_RETURN(chat::ChatMessage m,
-                         parse_message((*messages)[i], "messages[" + std::to_string(i) + "]", limits));
+    SYN_ASSIGN_OR_RETURN(
+        chat::ChatMessage m,
+        parse_message((*messages)[i], "messages[" + std::to_string(i) + "]", limits));
     r.messages.push_back(std::move(m));
   }
   if (const Json* tools = field(json, "tools")) {
@@ -490,7 +509,8 @@ Result<TokenizeRequest> parse_tokenize_request(std::string_view body, const Requ
   SYN_ASSIGN_OR_RETURN(const Json json, parse_body(body, limits));
   TokenizeRequest r;
   SYN_ASSIGN_OR_RETURN(const auto content, get_string(json, "content"));
-  if (!content) return field_error(ErrorCode::kMissingParameter, "content", "'content' is required");
+  if (!content)
+    return field_error(ErrorCode::kMissingParameter, "content", "'content' is required");
   SYN_RETURN_IF_ERROR(check_text("content", *content));
   r.content = *content;
   SYN_ASSIGN_OR_RETURN(const auto add_special, get_bool(json, "add_special"));
@@ -504,7 +524,8 @@ Result<DetokenizeRequest> parse_detokenize_request(std::string_view body,
                                                    const RequestLimits& limits) {
   SYN_ASSIGN_OR_RETURN(const Json json, parse_body(body, limits));
   const Json* tokens = field(json, "tokens");
-  if (tokens == nullptr) return field_error(ErrorCode::kMissingParameter, "tokens", "'tokens' is required");
+  if (tokens == nullptr)
+    return field_error(ErrorCode::kMissingParameter, "tokens", "'tokens' is required");
   if (!tokens->is_array()) return wrong_type("tokens", "an array of token ids", *tokens);
   DetokenizeRequest r;
   SYN_ASSIGN_OR_RETURN(r.tokens, token_array(*tokens, "tokens", limits.max_prompt_tokens));

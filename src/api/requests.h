@@ -6,13 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "chat/chat_template.h"
@@ -36,8 +35,8 @@ struct SamplingParams {
   std::optional<int64_t> max_tokens;  // nullopt: until end of sequence or the context fills
   double temperature = 1.0;           // 0 is greedy
   double top_p = 1.0;
-  int64_t top_k = 0;  // extension; 0 disables
-  double min_p = 0.0;  // extension
+  int64_t top_k = 0;            // extension; 0 disables
+  double min_p = 0.0;           // extension
   double repeat_penalty = 1.0;  // extension
   double frequency_penalty = 0.0;
   double presence_penalty = 0.0;

@@ -63,12 +63,14 @@ TEST(ChatRequest, ErrorsNameTheField) {
                    R"({"messages": [{"role": "user", "content": "a"}, {"role": "user"},
                                     {"role": "user", "content": 5}]})"),
                ErrorCode::kMissingParameter, "messages[1].content");
-  expect_error(parse_chat_completion_request(
-                   R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
+  expect_error(
+      parse_chat_completion_request(
+          R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
                                     {"role": "user", "content": 5}]})"),
-               ErrorCode::kInvalidType, "messages[2].content");
-  expect_error(parse_chat_completion_request(R"({"messages": [{"role": "robot", "content": "a"}]})"),
-               ErrorCode::kInvalidValue, "messages[0].role");
+      ErrorCode::kInvalidType, "messages[2].content");
+  expect_error(
+      parse_chat_completion_request(R"({"messages": [{"role": "robot", "content": "a"}]})"),
+      ErrorCode::kInvalidValue, "messages[0].role");
   expect_error(parse_chat_completion_request(
                    R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"),
                ErrorCode::kUnsupportedParameter, "messages[0].content[0].type");
@@ -103,15 +105,17 @@ TEST(ChatRequest, Bounds) {
   expect_error(parse_chat_completion_request(deep), ErrorCode::kInvalidJson, "");
   RequestLimits few;
   few.max_messages = 2;
-  expect_error(parse_chat_completion_request(
-                   R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
+  expect_error(
+      parse_chat_completion_request(
+          R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
                                     {"role": "user", "content": "c"}]})",
-                   few),
-               ErrorCode::kInvalidValue, "messages");
+          few),
+      ErrorCode::kInvalidValue, "messages");
 }
 
 TEST(CompletionRequest, PromptShapes) {
-  auto text = parse_completion_request(R"({"model": "m", "prompt": "hi", "logprobs": 2, "echo": true})");
+  auto text =
+      parse_completion_request(R"({"model": "m", "prompt": "hi", "logprobs": 2, "echo": true})");
   ASSERT_TRUE(text.ok()) << text.status().to_string();
   EXPECT_EQ(*text->prompt_text, "hi");
   EXPECT_EQ(*text->logprobs, 2);
@@ -128,7 +132,8 @@ TEST(CompletionRequest, PromptShapes) {
   auto zero = parse_completion_request(R"({"prompt": "x", "max_tokens": 0})");
   ASSERT_TRUE(zero.ok());
   EXPECT_EQ(*zero->sampling.max_tokens, 0);
-  expect_error(parse_completion_request(R"({"model": "m"})"), ErrorCode::kMissingParameter, "prompt");
+  expect_error(parse_completion_request(R"({"model": "m"})"), ErrorCode::kMissingParameter,
+               "prompt");
   expect_error(parse_completion_request(R"({"prompt": ["a", "b"]})"),
                ErrorCode::kUnsupportedParameter, "prompt");
   expect_error(parse_completion_request(R"({"prompt": [1, "a"]})"), ErrorCode::kInvalidType,
@@ -143,7 +148,8 @@ TEST(CompletionRequest, PromptShapes) {
 }
 
 TEST(TokenizeRequest, Shapes) {
-  auto t = parse_tokenize_request(R"({"content": "hello", "add_special": true, "with_pieces": true})");
+  auto t =
+      parse_tokenize_request(R"({"content": "hello", "add_special": true, "with_pieces": true})");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->content, "hello");
   EXPECT_TRUE(t->add_special);
@@ -160,13 +166,15 @@ TEST(ApiError, OpenAiShape) {
   ASSERT_FALSE(r.ok());
   const ApiError e = api_error_from_status(r.status());
   EXPECT_EQ(e.http_status, 400);
-  EXPECT_EQ(error_body(e),
-            R"({"error":{"message":"'messages[0].content' must be a string or an array of content parts, got an integer","type":"invalid_request_error","param":"messages[0].content","code":"invalid_type"}})");
+  EXPECT_EQ(
+      error_body(e),
+      R"({"error":{"message":"'messages[0].content' must be a string or an array of content parts, got an integer","type":"invalid_request_error","param":"messages[0].content","code":"invalid_type"}})");
   const ApiError key = api_error_from_status(Status(ErrorCode::kInvalidApiKey, "no key"));
   EXPECT_EQ(key.http_status, 401);
   EXPECT_EQ(key.type, "authentication_error");
-  EXPECT_EQ(error_body(key),
-            R"({"error":{"message":"no key","type":"authentication_error","param":null,"code":"invalid_api_key"}})");
+  EXPECT_EQ(
+      error_body(key),
+      R"({"error":{"message":"no key","type":"authentication_error","param":null,"code":"invalid_api_key"}})");
 }
 
 }  // namespace

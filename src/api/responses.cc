@@ -87,9 +87,12 @@ Json base_object(const ResponseMeta& meta, std::string_view object) {
 
 std::string_view finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kToolCalls: return "tool_calls";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kToolCalls:
+      return "tool_calls";
   }
   return "stop";
 }
@@ -106,8 +109,7 @@ std::string completion_response(const ResponseMeta& meta, const CompletionResult
   return dump(j);
 }
 
-std::string chat_completion_response(const ResponseMeta& meta,
-                                     const ChatCompletionResult& result) {
+std::string chat_completion_response(const ResponseMeta& meta, const ChatCompletionResult& result) {
   Json j = base_object(meta, "chat.completion");
   Json choice;
   choice["index"] = 0;

@@ -31,7 +31,7 @@ struct TokenLogprob {
 
 // Fields every response object and chunk carries.
 struct ResponseMeta {
-  std::string id;  // "cmpl-..." or "chatcmpl-..."
+  std::string id;       // "cmpl-..." or "chatcmpl-..."
   int64_t created = 0;  // Unix seconds
   std::string model;
 };
