@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "api/api_error.h"
@@ -39,6 +40,7 @@ std::string resolve_api_key(const std::string& flag_value) {
 
 struct HttpServer::Impl {
   httplib::Server http;
+  std::atomic<bool> listen_returned{false};
 };
 
 HttpServer::HttpServer(ServerOptions options)
@@ -114,7 +116,14 @@ Status HttpServer::start() {
                   "cannot listen on " + options_.host + ":" + std::to_string(options_.port));
   }
   running_ = true;
-  listener_ = std::thread([this] { impl_->http.listen_after_bind(); });
+  listener_ = std::thread([this] {
+    impl_->http.listen_after_bind();
+    impl_->listen_returned = true;
+  });
+  // httplib 0.11's stop() does nothing until the accept loop runs, so a stop() right after
+  // start() would leave the loop running forever; wait for it (milliseconds).
+  while (!http.is_running() && !impl_->listen_returned)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return ok_status();
 }
 
