@@ -47,6 +47,10 @@ Status bad_value(const std::string& path, const std::string& why) {
   return field_error(ErrorCode::kInvalidValue, path, "'" + path + "' " + why);
 }
 
+Status missing(const std::string& path) {
+  return field_error(ErrorCode::kMissingParameter, path, "'" + path + "' is required");
+}
+
 Status unsupported(const std::string& path, const std::string& why) {
   return field_error(ErrorCode::kUnsupportedParameter, path, "'" + path + "' " + why);
 }
@@ -282,9 +286,7 @@ Status parse_common(const Json& body, const RequestLimits& limits, std::string& 
   if (const Json* format = field(body, "response_format")) {
     if (!format->is_object()) return wrong_type("response_format", "an object", *format);
     SYN_ASSIGN_OR_RETURN(const auto type, get_string(*format, "type", "response_format"));
-    if (!type)
-      return field_error(ErrorCode::kMissingParameter, "response_format.type",
-                         "'response_format.type' is required");
+    if (!type) return missing("response_format.type");
     if (*type != "text") {
       return unsupported("response_format.type",
                          "'" + *type + "' is not supported; only 'text' is");
@@ -314,17 +316,13 @@ Result<std::optional<std::string>> parse_content(const Json& message, const std:
     const Json& part = (*v)[i];
     if (!part.is_object()) return wrong_type(part_path, "an object", part);
     SYN_ASSIGN_OR_RETURN(const auto type, get_string(part, "type", part_path));
-    if (!type)
-      return field_error(ErrorCode::kMissingParameter, part_path + ".type",
-                         "'" + part_path + ".type' is required");
+    if (!type) return missing(part_path + ".type");
     if (*type != "text") {
       return unsupported(part_path + ".type",
                          "'" + *type + "' content is not supported; only 'text' is");
     }
     SYN_ASSIGN_OR_RETURN(const auto part_text, get_string(part, "text", part_path));
-    if (!part_text)
-      return field_error(ErrorCode::kMissingParameter, part_path + ".text",
-                         "'" + part_path + ".text' is required");
+    if (!part_text) return missing(part_path + ".text");
     SYN_RETURN_IF_ERROR(check_text(part_path + ".text", *part_text));
     text += *part_text;
   }
@@ -351,14 +349,12 @@ Result<std::vector<chat::ToolCall>> parse_tool_calls(const Json& message,
     }
     const Json* function = field(c, "function");
     if (function == nullptr) {
-      return field_error(ErrorCode::kMissingParameter, call_path + ".function",
-                         "'" + call_path + ".function' is required");
+      return missing(call_path + ".function");
     }
     if (!function->is_object()) return wrong_type(call_path + ".function", "an object", *function);
     SYN_ASSIGN_OR_RETURN(const auto name, get_string(*function, "name", call_path + ".function"));
     if (!name) {
-      return field_error(ErrorCode::kMissingParameter, call_path + ".function.name",
-                         "'" + call_path + ".function.name' is required");
+      return missing(call_path + ".function.name");
     }
     call.name = *name;
     const Json* arguments = field(*function, "arguments");
@@ -380,8 +376,7 @@ Result<chat::ChatMessage> parse_message(const Json& m, const std::string& path,
   chat::ChatMessage message;
   SYN_ASSIGN_OR_RETURN(const auto role, get_string(m, "role", path));
   if (!role) {
-    return field_error(ErrorCode::kMissingParameter, path + ".role",
-                       "'" + path + ".role' is required");
+    return missing(path + ".role");
   }
   // "developer" is OpenAI's newer name for the system role.
   message.role = *role == "developer" ? "system" : *role;
@@ -395,8 +390,7 @@ Result<chat::ChatMessage> parse_message(const Json& m, const std::string& path,
     return bad_value(path + ".tool_calls", "is only allowed in assistant messages");
   }
   if (!message.content && !(message.role == "assistant" && !message.tool_calls.empty())) {
-    return field_error(ErrorCode::kMissingParameter, path + ".content",
-                       "'" + path + ".content' is required");
+    return missing(path + ".content");
   }
   SYN_ASSIGN_OR_RETURN(const auto tool_call_id, get_string(m, "tool_call_id", path));
   message.tool_call_id = tool_call_id.value_or("");
@@ -416,7 +410,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
   SYN_ASSIGN_OR_RETURN(r.sampling.max_tokens, get_int(json, "max_tokens", 0, 1 << 24));
   const Json* prompt = field(json, "prompt");
   if (prompt == nullptr) {
-    return field_error(ErrorCode::kMissingParameter, "prompt", "'prompt' is required");
+    return missing("prompt");
   }
   if (prompt->is_string()) {
     SYN_RETURN_IF_ERROR(check_text("prompt", prompt->get<std::string>()));
@@ -469,7 +463,7 @@ Result<ChatCompletionRequest> parse_chat_completion_request(std::string_view bod
   if (max_completion) r.sampling.max_tokens = max_completion;  // the newer name wins
   const Json* messages = field(json, "messages");
   if (messages == nullptr) {
-    return field_error(ErrorCode::kMissingParameter, "messages", "'messages' is required");
+    return missing("messages");
   }
   if (!messages->is_array()) return wrong_type("messages", "an array", *messages);
   if (messages->empty()) return bad_value("messages", "must hold at least one message");
@@ -509,8 +503,7 @@ Result<TokenizeRequest> parse_tokenize_request(std::string_view body, const Requ
   SYN_ASSIGN_OR_RETURN(const Json json, parse_body(body, limits));
   TokenizeRequest r;
   SYN_ASSIGN_OR_RETURN(const auto content, get_string(json, "content"));
-  if (!content)
-    return field_error(ErrorCode::kMissingParameter, "content", "'content' is required");
+  if (!content) return missing("content");
   SYN_RETURN_IF_ERROR(check_text("content", *content));
   r.content = *content;
   SYN_ASSIGN_OR_RETURN(const auto add_special, get_bool(json, "add_special"));
@@ -524,8 +517,7 @@ Result<DetokenizeRequest> parse_detokenize_request(std::string_view body,
                                                    const RequestLimits& limits) {
   SYN_ASSIGN_OR_RETURN(const Json json, parse_body(body, limits));
   const Json* tokens = field(json, "tokens");
-  if (tokens == nullptr)
-    return field_error(ErrorCode::kMissingParameter, "tokens", "'tokens' is required");
+  if (tokens == nullptr) return missing("tokens");
   if (!tokens->is_array()) return wrong_type("tokens", "an array of token ids", *tokens);
   DetokenizeRequest r;
   SYN_ASSIGN_OR_RETURN(r.tokens, token_array(*tokens, "tokens", limits.max_prompt_tokens));

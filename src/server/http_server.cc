@@ -34,7 +34,8 @@ bool same_key(std::string_view given, std::string_view expected) {
 
 std::string resolve_api_key(const std::string& flag_value) {
   if (!flag_value.empty()) return flag_value;
-  const char* env = std::getenv("SYNAPSE_API_KEY");
+  // Read once at start-up, before any thread that could change the environment exists.
+  const char* env = std::getenv("SYNAPSE_API_KEY");  // NOLINT(concurrency-mt-unsafe)
   return env != nullptr ? std::string(env) : std::string();
 }
 
@@ -102,7 +103,7 @@ Status HttpServer::start() {
     }
   });
   http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
         send_error(res, Status(ErrorCode::kInternal, "internal error"));
       });
 
