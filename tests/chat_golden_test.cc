@@ -81,6 +81,10 @@ TEST(ChatGolden, MatchesJinja2ByteForByte) {
     }
     auto compiled = ChatTemplate::compile(*source);
     ASSERT_TRUE(compiled.ok()) << name << ": " << compiled.status().to_string();
+    // Every real template passes the start-up check the server will run.
+    const Status valid =
+        validate_template(*compiled, c.value("bos_token", "<s>"), c.value("eos_token", "</s>"));
+    EXPECT_TRUE(valid.ok()) << name << ": " << valid.to_string();
     for (const Json& conv : conversations) {
       const std::string conv_name = conv["name"].get<std::string>();
       SCOPED_TRACE(name + " / " + conv_name);

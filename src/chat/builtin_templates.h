@@ -13,6 +13,6 @@ struct BuiltinTemplate {
   std::string_view source;
 };
 
-extern const std::span<const BuiltinTemplate> kBuiltinTemplates;
+std::span<const BuiltinTemplate> builtin_template_table();
 
 }  // namespace synapse::chat

@@ -143,14 +143,14 @@ Result<std::string> ChatTemplate::render(const ChatRenderInput& input, const Ren
 std::span<const std::string_view> builtin_template_names() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> out;
-    for (const auto& entry : kBuiltinTemplates) out.push_back(entry.name);
+    for (const auto& entry : builtin_template_table()) out.push_back(entry.name);
     return out;
   }();
   return names;
 }
 
 std::optional<std::string_view> builtin_template(std::string_view name) {
-  for (const auto& entry : kBuiltinTemplates) {
+  for (const auto& entry : builtin_template_table()) {
     if (entry.name == name) return entry.source;
   }
   return std::nullopt;

@@ -69,12 +69,13 @@ void append_json_string(std::string& out, std::string_view text, bool ensure_asc
         break;
     }
     char buf[16];
-    if (cp < 0x20 || (ensure_ascii && cp > 0x7E)) {
+    if (cp < 0x20 || (ensure_ascii && cp > 0x7E)) {  // json.dumps escapes DEL too
       if (cp >= 0x10000) {  // a surrogate pair, as json.dumps writes astral code points
         const uint32_t v = cp - 0x10000;
-        std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+        (void)std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", 0xD800 + (v >> 10),
+                            0xDC00 + (v & 0x3FF));
       } else {
-        std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
+        (void)std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
       }
       out += buf;
     } else {
@@ -250,7 +251,8 @@ std::string py_float_repr(double value) {
     out += digits.substr(1);
   }
   char exp_buf[16];
-  std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+  (void)std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+',
+                      std::abs(exponent));
   out += exp_buf;
   return out;
 }
@@ -275,7 +277,7 @@ std::string py_string_repr(std::string_view text) {
     } else if (cp == '\t') {
       out += "\\t";
     } else if (cp < 0x20 || (cp >= 0x7F && cp < 0xA0)) {
-      std::snprintf(buf, sizeof(buf), "\\x%02x", cp);
+      (void)std::snprintf(buf, sizeof(buf), "\\x%02x", cp);
       out += buf;
     } else {
       out.append(text.substr(start, pos - start));
