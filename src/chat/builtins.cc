@@ -19,6 +19,10 @@ Status check_weight(const BuiltinEnv& env, const Value& value) {
     return Status(ErrorCode::kLimitExceeded,
                   "a template value grew past " + std::to_string(env.max_value_bytes) + " bytes");
   }
+  if (value_depth(value) > kMaxValueDepth) {
+    return Status(ErrorCode::kLimitExceeded, "a template value nests deeper than " +
+                                                 std::to_string(kMaxValueDepth) + " levels");
+  }
   return ok_status();
 }
 

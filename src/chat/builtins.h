@@ -68,9 +68,12 @@ class ArgReader {
   Status status_;
 };
 
+// Lists and dicts nest at most this deep (JSON from requests is bounded the same way).
+inline constexpr uint32_t kMaxValueDepth = 128;
+
 // A template_error Status: "<what>" with the function it came from.
 Status builtin_error(std::string_view function, const std::string& message);
-// Fails with limit_exceeded when a computed value is heavier than the render allows.
+// Fails with limit_exceeded when a computed value is heavier or deeper than the render allows.
 Status check_weight(const BuiltinEnv& env, const Value& value);
 // Python's `item in container` (substring, element, dict key); undefined contains nothing.
 Result<bool> value_contains(const Value& container, const Value& item);

@@ -251,6 +251,9 @@ class Interpreter {
       return type_error("cannot assign attribute on non-namespace object '" + node.name + "'");
     }
     SYN_RETURN_IF_ERROR(check_weight(env_, value));
+    if (contains_namespace(value)) {
+      return type_error("a namespace cannot be stored inside a namespace");
+    }
     target->as_namespace().attributes.set(node.attribute, std::move(value));
     return ok_status();
   }

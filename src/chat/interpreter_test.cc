@@ -139,6 +139,14 @@ TEST(Interpreter, LimitsStopHostileTemplates) {
           .code(),
       ErrorCode::kLimitExceeded);
   EXPECT_EQ(run("{{ range(1000000000) }}").status().code(), ErrorCode::kLimitExceeded);
+  // Nesting built in a loop is bounded, and a namespace cannot hold itself (a cycle).
+  EXPECT_EQ(run("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}"
+                "{% endfor %}{{ ns.x }}")
+                .status()
+                .code(),
+            ErrorCode::kLimitExceeded);
+  EXPECT_EQ(run("{% set ns = namespace() %}{% set ns.self = [ns] %}").status().code(),
+            ErrorCode::kTemplateError);
   std::string deep(200, '(');
   EXPECT_EQ(run("{{ " + deep + "1" + std::string(200, ')') + " }}").status().code(),
             ErrorCode::kTemplateSyntax);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "chat/value.h"
 
+#include <algorithm>
+
 #include "chat/py_text.h"
 
 namespace synapse::chat {
@@ -45,19 +47,26 @@ uint64_t saturating_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX 
 
 Value Value::list(std::vector<Value> items, bool tuple) {
   uint64_t weight = 1;
-  for (const Value& item : items) weight = saturating_add(weight, value_weight(item));
+  uint32_t depth = 1;
+  for (const Value& item : items) {
+    weight = saturating_add(weight, value_weight(item));
+    depth = std::max(depth, value_depth(item) + 1);
+  }
   Value v;
   v.kind_ = Kind::kList;
-  v.data_ = std::make_shared<const ValueList>(ValueList{std::move(items), tuple, weight});
+  v.data_ = std::make_shared<const ValueList>(ValueList{std::move(items), tuple, weight, depth});
   return v;
 }
 
 Value Value::dict(ValueDict dict) {
   uint64_t weight = 1;
+  uint32_t depth = 1;
   for (const auto& [key, item] : dict.items) {
     weight = saturating_add(weight, saturating_add(key.size(), value_weight(item)));
+    depth = std::max(depth, value_depth(item) + 1);
   }
   dict.weight = weight;
+  dict.depth = depth;
   Value v;
   v.kind_ = Kind::kDict;
   v.data_ = std::make_shared<const ValueDict>(std::move(dict));
@@ -74,6 +83,32 @@ uint64_t value_weight(const Value& value) {
       return value.as_dict().weight;
     default:
       return 1;
+  }
+}
+
+uint32_t value_depth(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kList:
+      return value.as_list().depth;
+    case Value::Kind::kDict:
+      return value.as_dict().depth;
+    default:
+      return 0;
+  }
+}
+
+bool contains_namespace(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kNamespace:
+      return true;
+    case Value::Kind::kList:
+      return std::any_of(value.as_list().items.begin(), value.as_list().items.end(),
+                         [](const Value& item) { return contains_namespace(item); });
+    case Value::Kind::kDict:
+      return std::any_of(value.as_dict().items.begin(), value.as_dict().items.end(),
+                         [](const auto& entry) { return contains_namespace(entry.second); });
+    default:
+      return false;
   }
 }
 

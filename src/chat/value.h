@@ -22,6 +22,7 @@ struct ValueList {
   std::vector<Value> items;
   bool tuple = false;   // prints as (a, b) and never equals a list, as in Python
   uint64_t weight = 0;  // see value_weight()
+  uint32_t depth = 1;   // see value_depth()
 };
 
 // Keys are unique and kept in insertion order (what Python dicts and HF's tojson do).
@@ -30,6 +31,7 @@ struct ValueDict {
   const Value* find(std::string_view key) const;
   void set(std::string key, Value value);  // replaces an existing key in place
   uint64_t weight = 0;                     // see value_weight(); Value::dict() fills it
+  uint32_t depth = 1;                      // see value_depth(); Value::dict() fills it
 };
 
 // `namespace()` objects: the one mutable value, shared by reference like a Python object.
@@ -118,6 +120,12 @@ class Value {
 // elements, so a hostile template could build a small value with an exponential tree; the
 // interpreter refuses values heavier than its limit when it makes them.
 uint64_t value_weight(const Value& value);
+// Nesting of lists and dicts (0 for scalars). Printing, comparing, JSON and destruction recurse
+// over it, so the interpreter bounds it too (a loop can wrap a list in a list many times).
+uint32_t value_depth(const Value& value);
+// Whether a namespace() object is reachable from the value (storing one in a namespace would
+// make a reference cycle, which the interpreter refuses).
+bool contains_namespace(const Value& value);
 
 // Python's bool(x).
 bool truthy(const Value& value);
