@@ -23,6 +23,12 @@ pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc>=2.5)
 add_library(synapse_utf8proc INTERFACE)
 target_link_libraries(synapse_utf8proc INTERFACE PkgConfig::UTF8PROC)
 
+# cpp-httplib (the HTTP server): Debian builds it as a shared library; its pkg-config file carries
+# the feature defines the library was compiled with, which the header must see too.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib>=0.11)
+add_library(synapse_httplib INTERFACE)
+target_link_libraries(synapse_httplib INTERFACE PkgConfig::HTTPLIB)
+
 if(SYNAPSE_BUILD_TESTS)
   find_package(GTest 1.12 REQUIRED)
 endif()

@@ -10,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libxxhash-dev libssl-dev libsqlite3-dev
   libpcre2-dev libutf8proc-dev           # tokenizer: pre-tokenizer regexes, Unicode data
+  libcpp-httplib-dev                     # server: HTTP (brings OpenSSL, zlib, brotli headers)
   clang-format clang-tidy
 )
 

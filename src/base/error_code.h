@@ -52,8 +52,21 @@ enum class ErrorCode : uint16_t {
   // Kernels and numerics.
   kKernelMismatch = 300,
   kNumericFault = 301,  // a computation produced NaN or infinity (e.g. logits)
-  // Requests (what a caller asks a model to do).
-  kContextLengthExceeded = 400,
+  // Requests to the service's HTTP API (src/api): what the client sent.
+  kInvalidJson = 600,
+  kMissingParameter = 601,
+  kInvalidType = 602,
+  kInvalidValue = 603,
+  kUnsupportedParameter = 604,
+  kModelNotFound = 605,
+  kContextLengthExceeded = 606,
+  kRequestTooLarge = 607,
+  kInvalidApiKey = 608,
+  // Chat templates (src/chat).
+  kTemplateSyntax = 650,
+  kTemplateError = 651,
+  kTemplateRaised = 652,
+  kNoChatTemplate = 653,
   // Durable jobs and their storage.
   kJobNotFound = 800,
   kLeaseLost = 801,
@@ -61,7 +74,6 @@ enum class ErrorCode : uint16_t {
   kStorageFull = 803,
   kStorageReadOnly = 804,
   kIdempotencyConflict = 805,
-  kInvalidJson = 806,
   kMissingField = 807,
   kInvalidField = 808,
   kDuplicateCustomId = 809,

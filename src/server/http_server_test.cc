@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// The HTTP skeleton on a free loopback port, driven by cpp-httplib's client.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cstdlib>
+
+namespace synapse::server {
+namespace {
+
+ServerOptions options(std::string key = "") {
+  ServerOptions o;
+  o.port = 0;
+  o.api_key = std::move(key);
+  o.max_body_bytes = 1024;
+  o.threads = 2;
+  o.models = {{"tiny", 1700000000, "synapse"}};
+  return o;
+}
+
+TEST(HttpServer, HealthAndModels) {
+  HttpServer server(options());
+  ASSERT_TRUE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+  auto health = client.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, R"({"status":"ok"})");
+  auto models = client.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 200);
+  EXPECT_EQ(
+      models->body,
+      R"({"object":"list","data":[{"id":"tiny","object":"model","created":1700000000,"owned_by":"synapse"}]})");
+  auto missing = client.Get("/v1/nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_NE(missing->body.find(R"("code":"not_found")"), std::string::npos) << missing->body;
+  server.stop();
+  server.stop();  // idempotent
+}
+
+TEST(HttpServer, ApiKeyOnEveryRouteButHealth) {
+  HttpServer server(options("s3cret"));
+  ASSERT_TRUE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+  EXPECT_EQ(client.Get("/health")->status, 200);
+  auto none = client.Get("/v1/models");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_NE(none->body.find(R"("code":"invalid_api_key")"), std::string::npos) << none->body;
+  EXPECT_EQ(client.Get("/v1/models", {{"Authorization", "Bearer wrong"}})->status, 401);
+  EXPECT_EQ(client.Get("/v1/models", {{"Authorization", "Bearer s3cret"}})->status, 200);
+  EXPECT_EQ(client.Get("/v1/nothing", {{"Authorization", "Bearer s3cret"}})->status, 404);
+}
+
+TEST(HttpServer, BodyOverTheLimitIs413) {
+  HttpServer server(options());
+  ASSERT_TRUE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+  auto big = client.Post("/v1/chat/completions", std::string(4096, 'x'), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+}
+
+TEST(HttpServer, PortInUseIsAnError) {
+  HttpServer first(options());
+  ASSERT_TRUE(first.start().ok());
+  ServerOptions o = options();
+  o.port = first.port();
+  HttpServer second(o);
+  EXPECT_EQ(second.start().code(), ErrorCode::kUnavailable);
+}
+
+TEST(HttpServer, ApiKeyFromEnvironment) {
+  EXPECT_EQ(resolve_api_key("flag"), "flag");
+  ::setenv("SYNAPSE_API_KEY", "from-env", 1);
+  EXPECT_EQ(resolve_api_key(""), "from-env");
+  ::unsetenv("SYNAPSE_API_KEY");
+  EXPECT_EQ(resolve_api_key(""), "");
+}
+
+}  // namespace
+}  // namespace synapse::server
