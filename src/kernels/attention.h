@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
@@ -25,5 +26,15 @@ struct AttentionBatch {
 
 void attention(const KernelTable& kernels, const AttentionParams& params, const KvPages& kv,
                const AttentionBatch& batch, ThreadPool& pool);
+
+// Several sequences (a batched step: prefill chunks and decode tokens of different sequences)
+// as one job on the pool: every (sequence, query, KV head) is one task. Each output's bits
+// equal those of attention() of its sequence alone.
+struct AttentionSequence {
+  KvPages kv;
+  AttentionBatch batch;
+};
+void attention_sequences(const KernelTable& kernels, const AttentionParams& params,
+                         std::span<const AttentionSequence> sequences, ThreadPool& pool);
 
 }  // namespace synapse

@@ -362,10 +362,10 @@ CompareResult compare_op(const KernelTable& kernels, OpKind op, size_t n, uint64
       got.resize(heads * head_dim, 0.5f);
       want = got;
       RopeParams params{
-          RopeLayout::kAdjacent, 64, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 4096, nullptr};
+          RopeMode::kAdjacent, 64, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 4096, nullptr};
       if (op == OpKind::kRopeNeoxYarn) {
         params =
-            RopeParams{RopeLayout::kNeox, 48, 1e6f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 4096, nullptr};
+            RopeParams{RopeMode::kNeox, 48, 1e6f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 4096, nullptr};
       }
       kernels.rope(got.data(), heads, head_dim, 12345, params);
       ref_table.rope(want.data(), heads, head_dim, 12345, params);

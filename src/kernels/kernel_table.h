@@ -95,11 +95,11 @@ struct SoftmaxParams {
   const float* mask;  // nullable: added after the soft-cap (-inf masks an element)
 };
 
-enum class RopeLayout : uint8_t { kAdjacent, kNeox };  // pairs (2i, 2i+1) or (i, i + n_dims/2)
+enum class RopeMode : uint8_t { kAdjacent, kNeox };  // pairs (2i, 2i+1) or (i, i + n_dims/2)
 
 // RoPE as ggml defines it, with YaRN (ext_factor != 0) and optional per-pair frequency factors.
 struct RopeParams {
-  RopeLayout layout;
+  RopeMode layout;
   uint32_t n_dims;  // rotated dimensions (even, <= head_dim); the rest pass through
   float freq_base;
   float freq_scale;   // 1 / linear scaling factor

@@ -15,7 +15,7 @@ namespace {
 // Four-ulp-ish agreement for results computed in double and rounded once.
 constexpr float kClose = 1e-6f;
 
-RopeParams plain_rope(RopeLayout layout, uint32_t n_dims) {
+RopeParams plain_rope(RopeMode layout, uint32_t n_dims) {
   return RopeParams{layout, n_dims, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 4096, nullptr};
 }
 
@@ -23,11 +23,11 @@ TEST(RefRope, PositionZeroIsIdentityAndPairsRotateByTheta) {
   const size_t dim = 8;
   std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
   std::vector<float> y = x;
-  ref::rope(y.data(), 1, dim, 0, plain_rope(RopeLayout::kAdjacent, dim));
+  ref::rope(y.data(), 1, dim, 0, plain_rope(RopeMode::kAdjacent, dim));
   for (size_t i = 0; i < dim; ++i) EXPECT_FLOAT_EQ(y[i], x[i]);
   // Position 3, pair i rotates by 3 * 10000^(-2i/8).
   y = x;
-  ref::rope(y.data(), 1, dim, 3, plain_rope(RopeLayout::kAdjacent, dim));
+  ref::rope(y.data(), 1, dim, 3, plain_rope(RopeMode::kAdjacent, dim));
   for (size_t i = 0; i < dim / 2; ++i) {
     const double theta = 3.0 * std::pow(10000.0, -2.0 * static_cast<double>(i) / dim);
     const double a = x[2 * i], b = x[2 * i + 1];
@@ -48,8 +48,8 @@ TEST(RefRope, NeoxPairsHalvesAndPassesTheRestThrough) {
     adjacent[2 * i + 1] = x[i + n_rot / 2];
   }
   for (size_t i = n_rot; i < dim; ++i) adjacent[i] = x[i];
-  ref::rope(neox.data(), 1, dim, 7, plain_rope(RopeLayout::kNeox, n_rot));
-  ref::rope(adjacent.data(), 1, dim, 7, plain_rope(RopeLayout::kAdjacent, n_rot));
+  ref::rope(neox.data(), 1, dim, 7, plain_rope(RopeMode::kNeox, n_rot));
+  ref::rope(adjacent.data(), 1, dim, 7, plain_rope(RopeMode::kAdjacent, n_rot));
   for (size_t i = 0; i < n_rot / 2; ++i) {
     EXPECT_FLOAT_EQ(neox[i], adjacent[2 * i]);
     EXPECT_FLOAT_EQ(neox[i + n_rot / 2], adjacent[2 * i + 1]);
@@ -62,10 +62,10 @@ TEST(RefRope, LinearScalingAndYarn) {
   std::vector<float> ones(dim, 1.0f);
   // freq_scale 1/4 without YaRN: the angle of position 4p equals the unscaled angle of p.
   std::vector<float> scaled = ones, unscaled = ones;
-  RopeParams p = plain_rope(RopeLayout::kNeox, dim);
+  RopeParams p = plain_rope(RopeMode::kNeox, dim);
   p.freq_scale = 0.25f;
   ref::rope(scaled.data(), 1, dim, 40, p);
-  ref::rope(unscaled.data(), 1, dim, 10, plain_rope(RopeLayout::kNeox, dim));
+  ref::rope(unscaled.data(), 1, dim, 10, plain_rope(RopeMode::kNeox, dim));
   for (size_t i = 0; i < dim; ++i) EXPECT_NEAR(scaled[i], unscaled[i], kClose * 10);
   // YaRN (ext_factor 1): the fastest-rotating pairs extrapolate (unscaled angle), the slowest
   // interpolate (scaled angle), and the magnitude grows by 1 + 0.1 ln(1 / freq_scale).
@@ -81,7 +81,7 @@ TEST(RefRope, LinearScalingAndYarn) {
   EXPECT_NEAR(y[slow], mscale * (std::cos(theta) - std::sin(theta)), 1e-5);
   // Without YaRN, rotations preserve each pair's length.
   std::vector<float> v = {3, 4, 5, 12, 8, 15, 7, 24};
-  ref::rope(v.data(), 1, 8, 123456, plain_rope(RopeLayout::kAdjacent, 8));
+  ref::rope(v.data(), 1, 8, 123456, plain_rope(RopeMode::kAdjacent, 8));
   EXPECT_NEAR(std::hypot(v[0], v[1]), 5.0f, 1e-5f);
   EXPECT_NEAR(std::hypot(v[6], v[7]), 25.0f, 1e-4f);
 }

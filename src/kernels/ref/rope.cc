@@ -62,8 +62,8 @@ void rope(float* x, size_t n_heads, size_t head_dim, int64_t pos, const RopePara
   for (size_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
     for (size_t i = 0; i < n_dims / 2; ++i) {
-      const size_t a = p.layout == RopeLayout::kAdjacent ? 2 * i : i;
-      const size_t b = p.layout == RopeLayout::kAdjacent ? 2 * i + 1 : i + n_dims / 2;
+      const size_t a = p.layout == RopeMode::kAdjacent ? 2 * i : i;
+      const size_t b = p.layout == RopeMode::kAdjacent ? 2 * i + 1 : i + n_dims / 2;
       const float x0 = v[a], x1 = v[b];
       v[a] = x0 * cos_theta[i] - x1 * sin_theta[i];
       v[b] = x0 * sin_theta[i] + x1 * cos_theta[i];
