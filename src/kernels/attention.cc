@@ -13,8 +13,9 @@ void check_params(const AttentionParams& p, const KvPages& kv) {
             "attention: KV cache must be F32 or F16");
 }
 
-// Query i of `batch` against KV head `kv_head`: causal over the cached tokens.
-void attend_one(const KernelTable& kernels, const AttentionParams& p, const KvPages& kv,
+}  // namespace
+
+void attend_query(const KernelTable& kernels, const AttentionParams& p, const KvPages& kv,
                 const AttentionBatch& batch, size_t i, size_t kv_head) {
   const size_t group = p.n_heads / p.n_kv_heads;
   size_t n_keys = kv.n_tokens;
@@ -29,31 +30,11 @@ void attend_one(const KernelTable& kernels, const AttentionParams& p, const KvPa
                  batch.out + i * batch.out_stride + offset);
 }
 
-}  // namespace
-
 void attention(const KernelTable& kernels, const AttentionParams& p, const KvPages& kv,
                const AttentionBatch& batch, ThreadPool& pool) {
   check_params(p, kv);
   pool.parallel_for(batch.n_queries * p.n_kv_heads, [&](size_t task, int /*thread*/) {
-    attend_one(kernels, p, kv, batch, task / p.n_kv_heads, task % p.n_kv_heads);
-  });
-}
-
-void attention_sequences(const KernelTable& kernels, const AttentionParams& p,
-                         std::span<const AttentionSequence> sequences, ThreadPool& pool) {
-  size_t n_tasks = 0;
-  for (const AttentionSequence& s : sequences) {
-    check_params(p, s.kv);
-    n_tasks += s.batch.n_queries * p.n_kv_heads;
-  }
-  pool.parallel_for(n_tasks, [&](size_t task, int /*thread*/) {
-    size_t s = 0;
-    while (task >= sequences[s].batch.n_queries * p.n_kv_heads) {
-      task -= sequences[s].batch.n_queries * p.n_kv_heads;
-      ++s;
-    }
-    attend_one(kernels, p, sequences[s].kv, sequences[s].batch, task / p.n_kv_heads,
-               task % p.n_kv_heads);
+    attend_query(kernels, p, kv, batch, task / p.n_kv_heads, task % p.n_kv_heads);
   });
 }
 

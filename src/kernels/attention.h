@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
@@ -27,14 +26,9 @@ struct AttentionBatch {
 void attention(const KernelTable& kernels, const AttentionParams& params, const KvPages& kv,
                const AttentionBatch& batch, ThreadPool& pool);
 
-// Several sequences (a batched step: prefill chunks and decode tokens of different sequences)
-// as one job on the pool: every (sequence, query, KV head) is one task. Each output's bits
-// equal those of attention() of its sequence alone.
-struct AttentionSequence {
-  KvPages kv;
-  AttentionBatch batch;
-};
-void attention_sequences(const KernelTable& kernels, const AttentionParams& params,
-                         std::span<const AttentionSequence> sequences, ThreadPool& pool);
+// One unit of that work: query i of `batch` against KV head `kv_head` (its GQA group of query
+// heads). Backends that schedule several sequences in one job call it per (query, KV head).
+void attend_query(const KernelTable& kernels, const AttentionParams& params, const KvPages& kv,
+                  const AttentionBatch& batch, size_t i, size_t kv_head);
 
 }  // namespace synapse
