@@ -115,8 +115,7 @@ void CpuBackend::embed(const WeightMatrix& table, const int32_t* ids, size_t n_r
 }
 
 void CpuBackend::rms_norm(const float* x, size_t x_stride, size_t n_rows, size_t n_segments,
-                          size_t width, const float* weight, float eps, float* y,
-                          size_t y_stride) {
+                          size_t width, const float* weight, float eps, float* y, size_t y_stride) {
   for_rows(n_rows, [&](size_t r) {
     for (size_t s = 0; s < n_segments; ++s) {
       kernels_.rms_norm(x + r * x_stride + s * width, weight, width, eps,
@@ -132,9 +131,8 @@ void CpuBackend::matmul(std::span<const MatmulOutput> outputs, const float* x, s
 
 void CpuBackend::add_bias(float* y, size_t y_stride, size_t n_rows, const float* bias,
                           size_t width) {
-  for_rows(n_rows, [&](size_t r) {
-    kernels_.add(y + r * y_stride, bias, y + r * y_stride, width);
-  });
+  for_rows(n_rows,
+           [&](size_t r) { kernels_.add(y + r * y_stride, bias, y + r * y_stride, width); });
 }
 
 void CpuBackend::rope(float* x, size_t x_stride, size_t n_rows, size_t n_heads, size_t head_dim,
@@ -186,8 +184,9 @@ void CpuBackend::attention(const float* q, size_t q_stride, const int64_t* posit
     const SequenceRows& s = sequences[i];
     const KvPages kv{s.kv.k_pages, s.kv.v_pages, format.page_tokens, s.n_past + s.n_rows,
                      format.type};
-    const AttentionBatch batch{q + s.first_row * q_stride, q_stride, positions + s.first_row,
-                               s.n_rows, out + s.first_row * out_stride, out_stride};
+    const AttentionBatch batch{q + s.first_row * q_stride,     q_stride,
+                               positions + s.first_row,        s.n_rows,
+                               out + s.first_row * out_stride, out_stride};
     attend_query(kernels_, params, kv, batch, task / heads, task % heads);
   };
   if (n_tasks == 1) {

@@ -27,17 +27,16 @@ class CpuBackend final : public Backend {
              size_t y_stride) override;
   void rms_norm(const float* x, size_t x_stride, size_t n_rows, size_t n_segments, size_t width,
                 const float* weight, float eps, float* y, size_t y_stride) override;
-  void matmul(std::span<const MatmulOutput> outputs, const float* x, size_t x_stride,
-              size_t n_rows, std::span<uint8_t> scratch, MatmulMode mode) override;
-  void add_bias(float* y, size_t y_stride, size_t n_rows, const float* bias,
-                size_t width) override;
+  void matmul(std::span<const MatmulOutput> outputs, const float* x, size_t x_stride, size_t n_rows,
+              std::span<uint8_t> scratch, MatmulMode mode) override;
+  void add_bias(float* y, size_t y_stride, size_t n_rows, const float* bias, size_t width) override;
   void rope(float* x, size_t x_stride, size_t n_rows, size_t n_heads, size_t head_dim,
             const int64_t* positions, const RopeParams& params) override;
   void kv_store(const float* k, const float* v, size_t stride,
                 std::span<const SequenceRows> sequences, const KvFormat& format) override;
   void attention(const float* q, size_t q_stride, const int64_t* positions, float* out,
-                 size_t out_stride, std::span<const SequenceRows> sequences,
-                 const KvFormat& format, const AttentionParams& params) override;
+                 size_t out_stride, std::span<const SequenceRows> sequences, const KvFormat& format,
+                 const AttentionParams& params) override;
   void swiglu(const float* gate, const float* up, size_t stride, size_t n_rows, size_t width,
               float* y, size_t y_stride) override;
   void add(const float* x, size_t x_stride, size_t n_rows, size_t width, float* y,

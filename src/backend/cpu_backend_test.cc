@@ -24,8 +24,9 @@ std::vector<float> wave(size_t n, float phase) {
 TEST(CpuBackend, SupportsEveryWeightTypeAndF32Activations) {
   ThreadPool pool(1);
   CpuBackend backend(selected_kernels(), pool);
-  for (TensorType t : {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
-                       TensorType::kQ4_0, TensorType::kQ5_1, TensorType::kQ2_K, TensorType::kQ6_K}) {
+  for (TensorType t :
+       {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
+        TensorType::kQ5_1, TensorType::kQ2_K, TensorType::kQ6_K}) {
     EXPECT_TRUE(backend.supports(BackendOp::kMatmul, t)) << tensor_type_name(t);
     EXPECT_TRUE(backend.supports(BackendOp::kEmbed, t)) << tensor_type_name(t);
   }

@@ -15,6 +15,8 @@ void add_convert_command(CLI::App& app, int& exit_code);
 void add_verify_command(CLI::App& app, int& exit_code);
 void add_models_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
+void add_logits_command(CLI::App& app, int& exit_code);
+void add_generate_command(CLI::App& app, int& exit_code);
 
 // "synapse 0.1.0 (commit ..., compiler ..., build ...)\ncpu: ..."
 std::string version_text();

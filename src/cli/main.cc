@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
   add_verify_command(app, exit_code);
   add_models_command(app, exit_code);
   add_bench_command(app, exit_code);
+  add_logits_command(app, exit_code);
+  add_generate_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

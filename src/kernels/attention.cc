@@ -16,7 +16,7 @@ void check_params(const AttentionParams& p, const KvPages& kv) {
 }  // namespace
 
 void attend_query(const KernelTable& kernels, const AttentionParams& p, const KvPages& kv,
-                const AttentionBatch& batch, size_t i, size_t kv_head) {
+                  const AttentionBatch& batch, size_t i, size_t kv_head) {
   const size_t group = p.n_heads / p.n_kv_heads;
   size_t n_keys = kv.n_tokens;
   if (batch.positions != nullptr) {

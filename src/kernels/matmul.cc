@@ -93,8 +93,8 @@ struct GroupLayout {
   size_t tile_scratch_bytes = 0;
 };
 
-GroupLayout make_layout(const KernelTable& kernels, std::span<const WeightMatrix> ws,
-                        size_t n_cols, DotPath path, MatmulRoute route) {
+GroupLayout make_layout(const KernelTable& kernels, std::span<const WeightMatrix> ws, size_t n_cols,
+                        DotPath path, MatmulRoute route) {
   SYN_CHECK(!ws.empty() && ws.size() <= kMaxMatmulGroup, "matmul_group: 1..8 matrices");
   GroupLayout l;
   for (size_t i = 0; i < ws.size(); ++i) {
@@ -106,8 +106,8 @@ GroupLayout make_layout(const KernelTable& kernels, std::span<const WeightMatrix
     size_t f = 0;
     while (f < l.n_formats && !same_format(l.formats[f], p, w.k)) ++f;
     if (f == l.n_formats) {
-      l.formats[f] = Format{p.act_type, p.prepare, p.act_bytes, p.prepared_bytes, w.k, nullptr,
-                            nullptr};
+      l.formats[f] =
+          Format{p.act_type, p.prepare, p.act_bytes, p.prepared_bytes, w.k, nullptr, nullptr};
       l.format_bytes += n_cols * (p.act_bytes + p.prepared_bytes);
       ++l.n_formats;
     }
@@ -129,9 +129,9 @@ size_t matmul_scratch_bytes(const KernelTable& kernels, const WeightMatrix& w, s
   return matmul_group_scratch_bytes(kernels, {&w, 1}, n_cols, n_threads, path, route);
 }
 
-void matmul_group(const KernelTable& kernels, std::span<const MatmulOutput> outputs,
-                  const float* x, size_t x_stride, size_t n_cols, std::span<uint8_t> scratch,
-                  ThreadPool& pool, DotPath path, MatmulRoute route) {
+void matmul_group(const KernelTable& kernels, std::span<const MatmulOutput> outputs, const float* x,
+                  size_t x_stride, size_t n_cols, std::span<uint8_t> scratch, ThreadPool& pool,
+                  DotPath path, MatmulRoute route) {
   if (n_cols == 0 || outputs.empty()) return;
   WeightMatrix ws[kMaxMatmulGroup];
   SYN_CHECK(outputs.size() <= kMaxMatmulGroup, "matmul_group: at most 8 matrices");
@@ -160,7 +160,8 @@ void matmul_group(const KernelTable& kernels, std::span<const MatmulOutput> outp
     const QuantizeRowFn quantize =
         f.act_type == TensorType::kQ8_K ? kernels.quantize_q8_k : kernels.quantize_q8_0;
     quantize(x + c * x_stride, f.act + c * f.act_bytes, f.k);
-    if (f.prepare != nullptr) f.prepare(f.act + c * f.act_bytes, f.k, f.prepared + c * f.prepared_bytes);
+    if (f.prepare != nullptr)
+      f.prepare(f.act + c * f.act_bytes, f.k, f.prepared + c * f.prepared_bytes);
   };
   const size_t n_quantize = l.n_formats * n_cols;
   if (n_cols == 1) {
@@ -194,8 +195,15 @@ void matmul_group(const KernelTable& kernels, std::span<const MatmulOutput> outp
     }
     const size_t r0 = (task - first_task[i]) * rows_per_task[i];
     const size_t rows = w.n_rows - r0 < rows_per_task[i] ? w.n_rows - r0 : rows_per_task[i];
-    const DotTile tile{w.data + r0 * w.row_stride, w.row_stride, rows, columns, column_stride,
-                       n_cols, w.k, out.y + r0, out.y_stride};
+    const DotTile tile{w.data + r0 * w.row_stride,
+                       w.row_stride,
+                       rows,
+                       columns,
+                       column_stride,
+                       n_cols,
+                       w.k,
+                       out.y + r0,
+                       out.y_stride};
     const WeightKernels& wk = kernels.weight(w.type);
     if (plan.packed) {
       wk.matmul.tile(tile, tile_scratch + static_cast<size_t>(thread) * l.tile_scratch_bytes);

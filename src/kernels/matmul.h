@@ -67,9 +67,9 @@ inline constexpr size_t kMaxMatmulGroup = 8;
 
 size_t matmul_group_scratch_bytes(const KernelTable& kernels, std::span<const WeightMatrix> ws,
                                   size_t n_cols, int n_threads, DotPath path, MatmulRoute route);
-void matmul_group(const KernelTable& kernels, std::span<const MatmulOutput> outputs,
-                  const float* x, size_t x_stride, size_t n_cols, std::span<uint8_t> scratch,
-                  ThreadPool& pool, DotPath path, MatmulRoute route);
+void matmul_group(const KernelTable& kernels, std::span<const MatmulOutput> outputs, const float* x,
+                  size_t x_stride, size_t n_cols, std::span<uint8_t> scratch, ThreadPool& pool,
+                  DotPath path, MatmulRoute route);
 
 // Dequantizes row `row` of the matrix into y (k floats): embedding lookup.
 void embedding_row(const KernelTable& kernels, const WeightMatrix& w, size_t row, float* y);

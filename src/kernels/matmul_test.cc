@@ -96,9 +96,9 @@ TEST(Matmul, ColumnBitsDoNotDependOnColumnCountOrThreads) {
           for (size_t n_cols : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{9}}) {
             for (size_t first : {size_t{0}, max_cols - n_cols}) {
               const std::vector<float> part = run_cols(first, n_cols, n_cols % 2 == 0 ? 1 : 3);
-              EXPECT_EQ(std::memcmp(part.data(), all.data() + first * rows,
-                                    part.size() * sizeof(float)),
-                        0)
+              EXPECT_EQ(
+                  std::memcmp(part.data(), all.data() + first * rows, part.size() * sizeof(float)),
+                  0)
                   << kernels->variant << " " << tensor_type_name(type)
                   << (path == DotPath::kF32 ? " f32" : " quantized")
                   << (route == MatmulRoute::kTiled ? " tiled" : " stream") << " cols " << first

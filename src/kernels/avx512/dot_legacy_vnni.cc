@@ -234,7 +234,8 @@ void row_kernel(const uint8_t* w, const uint8_t* x, size_t x_stride, const Prepa
     }
   }
 #pragma GCC unroll 4
-  for (size_t c = 0; c < C; ++c) y[c * y_stride] = _mm512_reduce_add_ps(_mm512_add_ps(acc[c], acc_min[c]));
+  for (size_t c = 0; c < C; ++c)
+    y[c * y_stride] = _mm512_reduce_add_ps(_mm512_add_ps(acc[c], acc_min[c]));
 }
 
 // R rows from far apart in one pass, one column: R independent sequential streams in the
