@@ -4,7 +4,10 @@
 // - every reference model's logits are judged against the exact float64 forward pass: F32
 //   within 1e-4 everywhere with llama.cpp's greedy continuation; every other encoding with an
 //   RMS distance to exact no larger than llama.cpp's and the argmax of exact wherever exact's
-//   top-2 margin exceeds twice llama.cpp's largest error.
+//   top-2 margin exceeds twice llama.cpp's largest error. Quantized weights are run both ways:
+//   with quantized activations (the fast default; llama.cpp's scheme, so the distances match it
+//   up to rounding noise, kRmsMargin) and with F32 activations (DotPath::kF32, which must beat
+//   llama.cpp outright).
 // - logits are bit-identical across 1/2/3 threads, greedy output identical across ISA levels.
 // Prints a table (file, our RMS to exact, llama.cpp's, max abs, argmax agreement); with
 // SYNAPSE_PARITY_TABLE=path it is also written there.
@@ -29,9 +32,11 @@ using Json = nlohmann::json;
 
 // F32 weights: the README's bound.
 constexpr double kF32Tolerance = 1e-4;
-// Other encodings: our RMS may exceed llama.cpp's by this fraction (see the table: quantized
-// activations are rounded the way llama.cpp rounds them, so the two distances are near-equal).
-constexpr double kRmsMargin = 0.05;
+// Quantized activations: our RMS may exceed llama.cpp's by this fraction. Both quantize the
+// activations to 8 bits per block the same way, so the distances agree to rounding noise: over
+// the 36 quantized fixtures the ratio is 0.98-1.01 (differences: ties in the rounding of
+// activation scales, and Q8_0 rather than Q8_1 activations for the _1 formats).
+constexpr double kRmsMargin = 0.02;
 
 std::vector<float> read_f32(const std::string& path) {
   const std::vector<uint8_t> bytes = testing::read_file_bytes(path);
@@ -40,14 +45,14 @@ std::vector<float> read_f32(const std::string& path) {
   return v;
 }
 
-struct Run {
-  std::vector<float> logits;   // [n][n_vocab]
+struct ModelRun {
+  std::vector<float> logits;    // [n][n_vocab]
   std::vector<int32_t> greedy;  // continuation
   uint32_t n_vocab = 0;
 };
 
-Run run_model(const std::string& path, const std::vector<int32_t>& ids, size_t n_greedy,
-              int threads, const KernelTable& kernels, DotPath dot_path) {
+ModelRun run_model(const std::string& path, const std::vector<int32_t>& ids, size_t n_greedy,
+                   int threads, const KernelTable& kernels, DotPath dot_path) {
   ThreadPool pool(threads);
   CpuBackend backend(kernels, pool);
   DecoderOptions options;
@@ -56,7 +61,7 @@ Run run_model(const std::string& path, const std::vector<int32_t>& ids, size_t n
   auto model = DecoderModel::open(path, backend, options);
   EXPECT_TRUE(model.ok()) << path << ": " << model.status().to_string();
   if (!model.ok()) return {};
-  Run run;
+  ModelRun run;
   run.n_vocab = (*model)->n_vocab();
   Engine engine(**model);
   Session session(engine);
@@ -115,7 +120,8 @@ std::vector<Case> reference_cases() {
     }
     cases.push_back({stem, model});
   }
-  std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.name < b.name; });
+  std::sort(cases.begin(), cases.end(),
+            [](const Case& a, const Case& b) { return a.name < b.name; });
   return cases;
 }
 
@@ -129,9 +135,10 @@ TEST(DecoderParity, ReferenceLogitsTable) {
   const std::vector<Case> cases = reference_cases();
   ASSERT_FALSE(cases.empty());
   std::string table =
-      "| file | RMS to exact (ours) | RMS to exact (llama.cpp) | max abs (ours) | max abs "
-      "(llama.cpp) | RMS ours vs llama.cpp | argmax = exact | greedy = llama.cpp |\n"
-      "|---|---|---|---|---|---|---|---|\n";
+      "| file | RMS to exact (ours) | RMS to exact (llama.cpp) | ratio | max abs (ours) | max abs "
+      "(llama.cpp) | argmax = exact | greedy = llama.cpp | RMS, F32 activations | max abs, F32 "
+      "activations |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const Json tokens = Json::parse(testing::read_file_text(root + "/" + c.name + ".tokens.json"));
@@ -139,8 +146,8 @@ TEST(DecoderParity, ReferenceLogitsTable) {
     const auto greedy_ref = tokens["greedy_ids"].get<std::vector<int32_t>>();
     const std::vector<float> exact = read_f32(root + "/" + c.name + ".exact.f32");
     const std::vector<float> reference = read_f32(root + "/" + c.name + ".logits.f32");
-    const Run run = run_model(c.model, ids, greedy_ref.size(), 1, selected_kernels(),
-                              DotPath::kQuantized);
+    const ModelRun run =
+        run_model(c.model, ids, greedy_ref.size(), 1, selected_kernels(), DotPath::kQuantized);
     ASSERT_EQ(run.logits.size(), exact.size());
     const Distance ours = distance(run.logits, exact);
     const Distance theirs = distance(reference, exact);
@@ -173,10 +180,16 @@ TEST(DecoderParity, ReferenceLogitsTable) {
     } else {
       EXPECT_LE(ours.rms, theirs.rms * (1.0 + kRmsMargin));
     }
+    // The exact-activation path: at least as accurate as llama.cpp without any margin.
+    const ModelRun f32 = run_model(c.model, ids, 0, 1, selected_kernels(), DotPath::kF32);
+    const Distance ours_f32 = distance(f32.logits, exact);
+    if (!is_f32_case(c.name)) EXPECT_LE(ours_f32.rms, theirs.rms) << "F32 activations";
     char line[512];
-    std::snprintf(line, sizeof line, "| %s | %.3g | %.3g | %.3g | %.3g | %.2f | %zu/%zu | %s |\n",
-                  c.name.c_str(), ours.rms, theirs.rms, ours.max_abs, theirs.max_abs,
-                  ours.rms / theirs.rms, agree, n, greedy_same ? "yes" : "no");
+    std::snprintf(line, sizeof line,
+                  "| %s | %.3g | %.3g | %.2f | %.3g | %.3g | %zu/%zu | %s | %.3g | %.3g |\n",
+                  c.name.c_str(), ours.rms, theirs.rms, ours.rms / theirs.rms, ours.max_abs,
+                  theirs.max_abs, agree, n, greedy_same ? "yes" : "no", ours_f32.rms,
+                  ours_f32.max_abs);
     table += line;
     (void)vs_ref;
   }
@@ -229,11 +242,11 @@ TEST(DecoderParity, LogitsBitIdenticalAcrossThreadCounts) {
   for (const char* name : {"tiny-qwen2-q4_k_m", "tiny-llama-q8_0", "tiny-qwen3-f16"}) {
     SCOPED_TRACE(name);
     SYN_REQUIRE_FIXTURE(model, std::string("reference/logits/") + name + ".gguf");
-    const std::vector<int32_t> ids = {1, 5, 9, 200, 17, 3, 44, 100, 12, 7, 250, 33, 21, 8, 2,
-                                      60, 61, 62, 63, 64};
-    const Run one = run_model(model, ids, 8, 1, selected_kernels(), DotPath::kQuantized);
+    const std::vector<int32_t> ids = {1,   5,  9,  200, 17, 3,  44, 100, 12, 7,
+                                      250, 33, 21, 8,   2,  60, 61, 62,  63, 64};
+    const ModelRun one = run_model(model, ids, 8, 1, selected_kernels(), DotPath::kQuantized);
     for (int threads : {2, 3}) {
-      const Run r = run_model(model, ids, 8, threads, selected_kernels(), DotPath::kQuantized);
+      const ModelRun r = run_model(model, ids, 8, threads, selected_kernels(), DotPath::kQuantized);
       EXPECT_EQ(r.logits, one.logits) << threads << " threads";
       EXPECT_EQ(r.greedy, one.greedy) << threads << " threads";
     }
@@ -242,9 +255,9 @@ TEST(DecoderParity, LogitsBitIdenticalAcrossThreadCounts) {
 
 TEST(DecoderParity, GreedyIdenticalAcrossIsaLevels) {
   std::vector<std::string> models;
-  for (const char* f : {"models/stories260K.gguf", "reference/logits/tiny-llama-f32.gguf",
-                        "reference/logits/tiny-qwen2-f32.gguf",
-                        "reference/logits/tiny-qwen3-f32.gguf"}) {
+  for (const char* f :
+       {"models/stories260K.gguf", "reference/logits/tiny-llama-f32.gguf",
+        "reference/logits/tiny-qwen2-f32.gguf", "reference/logits/tiny-qwen3-f32.gguf"}) {
     SYN_REQUIRE_FIXTURE(path, f);
     models.push_back(path);
   }
@@ -252,11 +265,11 @@ TEST(DecoderParity, GreedyIdenticalAcrossIsaLevels) {
   for (const std::string& model : models) {
     SCOPED_TRACE(model);
     const KernelSelection scalar = select_kernels("scalar");
-    const Run reference = run_model(model, ids, 24, 2, scalar.table, DotPath::kQuantized);
+    const ModelRun reference = run_model(model, ids, 24, 2, scalar.table, DotPath::kQuantized);
     for (const char* isa : {"avx2", "avx512"}) {
       const KernelSelection sel = select_kernels(isa);
       if (std::string_view(sel.table.variant).find(isa) != 0) continue;  // not on this CPU
-      const Run r = run_model(model, ids, 24, 2, sel.table, DotPath::kQuantized);
+      const ModelRun r = run_model(model, ids, 24, 2, sel.table, DotPath::kQuantized);
       EXPECT_EQ(r.greedy, reference.greedy) << isa;
     }
   }

@@ -122,7 +122,8 @@ int run_generate(const GenerateOptions& o) {
   // Decode speed counts the forward passes after the first token (n - 1 of them).
   const size_t decode_steps = generated.size() > 1 ? generated.size() - 1 : 0;
   const double prefill_tps = static_cast<double>(ids.size()) / (prefill_ms / 1000.0);
-  const double decode_tps = decode_steps > 0 ? static_cast<double>(decode_steps) / (decode_ms / 1000.0) : 0.0;
+  const double decode_tps =
+      decode_steps > 0 ? static_cast<double>(decode_steps) / (decode_ms / 1000.0) : 0.0;
   if (o.json) {
     Json out;
     out["text"] = text;

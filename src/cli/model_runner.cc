@@ -19,8 +19,8 @@ void add_run_options(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("-c,--ctx", o.n_ctx, "Context length in tokens (default: the model's, <= 4096)")
       ->check(CLI::Range(1u, 1u << 24));
   cmd->add_option("--activations", o.activations,
-                  "Matmul activations: quantized (fast), f32 (exact) or auto")
-      ->check(CLI::IsMember({"auto", "quantized", "f32"}))
+                  "Matmul activations: quantized (fast, as llama.cpp) or f32 (exact)")
+      ->check(CLI::IsMember({"quantized", "f32"}))
       ->capture_default_str();
 }
 
@@ -28,8 +28,7 @@ Result<LoadedModel> load_model(const RunOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   LoadedModel loaded;
   SYN_ASSIGN_OR_RETURN(loaded.resolved, resolve_model(o.model, {.store_directory = o.store}));
-  const int threads =
-      o.threads > 0 ? o.threads : std::max(1, CpuInfo::detect().physical_cores);
+  const int threads = o.threads > 0 ? o.threads : std::max(1, CpuInfo::detect().physical_cores);
   loaded.pool = std::make_unique<ThreadPool>(threads);
   loaded.backend = std::make_unique<CpuBackend>(selected_kernels(), *loaded.pool);
   DecoderOptions options;

@@ -20,9 +20,9 @@ namespace synapse::cli {
 struct RunOptions {
   std::string model;
   std::string store;
-  int threads = 0;     // 0: physical cores
-  uint32_t n_ctx = 0;  // 0: the model's (at most 4096)
-  std::string activations = "auto";  // auto|quantized|f32: matmul activation precision
+  int threads = 0;                        // 0: physical cores
+  uint32_t n_ctx = 0;                     // 0: the model's (at most 4096)
+  std::string activations = "quantized";  // quantized|f32: matmul activation precision
 };
 
 // -m/--model, --store, -t/--threads, --ctx, --activations.

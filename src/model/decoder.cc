@@ -15,8 +15,7 @@ constexpr uint32_t kDefaultMaxContext = 4096;
 
 }  // namespace
 
-Result<std::unique_ptr<DecoderModel>> DecoderModel::open(const std::string& path,
-                                                         Backend& backend,
+Result<std::unique_ptr<DecoderModel>> DecoderModel::open(const std::string& path, Backend& backend,
                                                          const DecoderOptions& options) {
   SYN_ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> file, open_model_file(path));
   return load(std::move(file), backend, options);
@@ -35,18 +34,19 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(std::unique_ptr<ModelFi
   const TensorCheckReport check = check_model_tensors(*arch, hp, *file);
   if (!check.ok()) {
     Status first = check.problems.front();
-    return Status(first.code(), std::string(first.message()) +
-                                    (check.problems.size() > 1
-                                         ? " (and " + std::to_string(check.problems.size() - 1) +
-                                               " more tensor problems)"
-                                         : ""),
-                  ErrorWhere{.path = file->path(), .tensor = first.where().tensor});
+    return Status(
+        first.code(),
+        std::string(first.message()) +
+            (check.problems.size() > 1
+                 ? " (and " + std::to_string(check.problems.size() - 1) + " more tensor problems)"
+                 : ""),
+        ErrorWhere{.path = file->path(), .tensor = first.where().tensor});
   }
   GraphOptions graph_options;
-  graph_options.n_ctx = options.n_ctx != 0
-                            ? options.n_ctx
-                            : std::min(hp.n_ctx_train != 0 ? hp.n_ctx_train : kDefaultMaxContext,
-                                       kDefaultMaxContext);
+  graph_options.n_ctx =
+      options.n_ctx != 0
+          ? options.n_ctx
+          : std::min(hp.n_ctx_train != 0 ? hp.n_ctx_train : kDefaultMaxContext, kDefaultMaxContext);
   graph_options.kv_type = options.kv_type;
   SYN_ASSIGN_OR_RETURN(ModelIr ir, arch->build_graph(hp, *file, graph_options));
   SYN_ASSIGN_OR_RETURN(ExecutionPlan plan, lower_ir(ir, backend, options.matmul_mode));
@@ -116,7 +116,8 @@ Status DecoderModel::validate(const ForwardBatch& b) const {
   }
   if (next_row != b.tokens.size()) return bad("sequences", "sequences must cover the rows");
   for (size_t j = 0; j < b.output_rows.size(); ++j) {
-    if (b.output_rows[j] >= b.tokens.size() || (j > 0 && b.output_rows[j] <= b.output_rows[j - 1])) {
+    if (b.output_rows[j] >= b.tokens.size() ||
+        (j > 0 && b.output_rows[j] <= b.output_rows[j - 1])) {
       return bad("output_rows", "output rows must be increasing rows of the batch");
     }
   }
@@ -169,8 +170,7 @@ Status DecoderModel::forward(const ForwardBatch& b) {
             outputs[i] = MatmulOutput{p.matrices[i], y, stride(op.output)};
             y += p.matrices[i].n_rows;
           }
-          const size_t scratch_bytes =
-              backend_.matmul_scratch_bytes(p.matrices, rows, mode);
+          const size_t scratch_bytes = backend_.matmul_scratch_bytes(p.matrices, rows, mode);
           if (scratch_bytes > scratch_.size()) {
             SYN_ASSIGN_OR_RETURN(scratch_, backend_.allocate(scratch_bytes));
           }
@@ -196,8 +196,8 @@ Status DecoderModel::forward(const ForwardBatch& b) {
         }
         case IrOpKind::kAttention: {
           set_layer(op.layer);
-          const AttentionParams params{op.n_heads, op.n_kv_heads, op.head_dim,
-                                       op.attention_scale, 0.0f};
+          const AttentionParams params{op.n_heads, op.n_kv_heads, op.head_dim, op.attention_scale,
+                                       0.0f};
           backend_.attention(ptr(op.input), stride(op.input), positions_.data(), ptr(op.output),
                              stride(op.output), sequence_rows_, kv, params);
           break;

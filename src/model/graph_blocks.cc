@@ -75,8 +75,7 @@ IrWeight GraphBuilder::weight(const std::string& name, std::vector<uint64_t> exp
 }
 
 IrRegion& GraphBuilder::region(IrRegionKind kind, int32_t block) {
-  if (ir_.regions.empty() || ir_.regions.back().kind != kind ||
-      ir_.regions.back().block != block) {
+  if (ir_.regions.empty() || ir_.regions.back().kind != kind || ir_.regions.back().block != block) {
     ir_.regions.push_back(IrRegion{kind, block, {}});
   }
   return ir_.regions.back();
@@ -159,7 +158,8 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
   rope.n_heads = hp_.n_head + hp_.n_head_kv;
   rope.head_dim = hp_.head_dim_k;
   rope.rope = rope_params(hp_);
-  if (has("rope_freqs.weight")) rope.weights.push_back(weight("rope_freqs.weight", {hp_.n_rot / 2}));
+  if (has("rope_freqs.weight"))
+    rope.weights.push_back(weight("rope_freqs.weight", {hp_.n_rot / 2}));
   r.ops.push_back(std::move(rope));
 
   IrOp store;

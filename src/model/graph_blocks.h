@@ -19,9 +19,9 @@ struct GraphOptions {
 };
 
 struct AttentionBlockOptions {
-  bool qkv_bias = false;           // q/k/v biases required (Qwen2)
-  bool optional_biases = false;    // q/k/v/output biases used when the file has them (Llama)
-  bool qk_norm = false;            // per-head RMSNorm of q and k before RoPE (Qwen3)
+  bool qkv_bias = false;         // q/k/v biases required (Qwen2)
+  bool optional_biases = false;  // q/k/v/output biases used when the file has them (Llama)
+  bool qk_norm = false;          // per-head RMSNorm of q and k before RoPE (Qwen3)
 };
 
 // RoPE as llama.cpp parameterizes it for these hyper-parameters: linear scaling through

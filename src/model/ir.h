@@ -24,30 +24,30 @@
 namespace synapse {
 
 enum class IrValue : uint8_t {
-  kHidden,      // the residual stream (n_embd)
-  kNormed,      // a normalized copy of it (n_embd)
-  kQkv,         // q | k | v projections
-  kAttention,   // attention output, per head (n_head * head_dim_v)
-  kGateUp,      // gate | up projections (2 * n_ff)
-  kFfn,         // silu(gate) * up (n_ff)
-  kOutHidden,   // the residual stream of the rows whose logits are wanted
-  kOutNormed,   // its normalized copy
-  kLogits,      // n_vocab per output row: the caller's buffer
+  kHidden,     // the residual stream (n_embd)
+  kNormed,     // a normalized copy of it (n_embd)
+  kQkv,        // q | k | v projections
+  kAttention,  // attention output, per head (n_head * head_dim_v)
+  kGateUp,     // gate | up projections (2 * n_ff)
+  kFfn,        // silu(gate) * up (n_ff)
+  kOutHidden,  // the residual stream of the rows whose logits are wanted
+  kOutNormed,  // its normalized copy
+  kLogits,     // n_vocab per output row: the caller's buffer
 };
 inline constexpr size_t kIrValueCount = 9;
 std::string_view ir_value_name(IrValue value);
 
 enum class IrOpKind : uint8_t {
-  kEmbed,       // token ids -> rows of the embedding table
-  kRmsNorm,     // per row, or per head segment (q/k norms)
-  kMatmul,      // one or more weight matrices applied to the same input (q|k|v, gate|up)
-  kAddBias,     // rows += bias (biases of the matrices of the preceding matmul)
-  kRope,        // rotary embedding of q and k heads
-  kKvStore,     // k and v rows into this block's KV cache pages
-  kAttention,   // causal attention of q over the cache
-  kSwiGlu,      // silu(gate) * up
-  kAddResidual, // hidden += projection
-  kSelectRows,  // gather the rows whose logits are wanted
+  kEmbed,        // token ids -> rows of the embedding table
+  kRmsNorm,      // per row, or per head segment (q/k norms)
+  kMatmul,       // one or more weight matrices applied to the same input (q|k|v, gate|up)
+  kAddBias,      // rows += bias (biases of the matrices of the preceding matmul)
+  kRope,         // rotary embedding of q and k heads
+  kKvStore,      // k and v rows into this block's KV cache pages
+  kAttention,    // causal attention of q over the cache
+  kSwiGlu,       // silu(gate) * up
+  kAddResidual,  // hidden += projection
+  kSelectRows,   // gather the rows whose logits are wanted
 };
 std::string_view ir_op_name(IrOpKind kind);
 
@@ -98,9 +98,9 @@ struct IrRegion {
 
 struct ModelIr {
   HParams hp;
-  uint32_t n_ctx = 0;                             // tokens per sequence this model is run with
-  TensorType kv_type = TensorType::kF32;          // the KV cache's element type
-  std::array<uint32_t, kIrValueCount> widths{};   // floats per row of each value
+  uint32_t n_ctx = 0;                            // tokens per sequence this model is run with
+  TensorType kv_type = TensorType::kF32;         // the KV cache's element type
+  std::array<uint32_t, kIrValueCount> widths{};  // floats per row of each value
   std::vector<IrRegion> regions;
 
   uint32_t width(IrValue v) const { return widths[static_cast<size_t>(v)]; }

@@ -11,16 +11,26 @@ namespace {
 
 BackendOp backend_op_of(IrOpKind kind) {
   switch (kind) {
-    case IrOpKind::kEmbed: return BackendOp::kEmbed;
-    case IrOpKind::kRmsNorm: return BackendOp::kRmsNorm;
-    case IrOpKind::kMatmul: return BackendOp::kMatmul;
-    case IrOpKind::kAddBias: return BackendOp::kAddBias;
-    case IrOpKind::kRope: return BackendOp::kRope;
-    case IrOpKind::kKvStore: return BackendOp::kKvStore;
-    case IrOpKind::kAttention: return BackendOp::kAttention;
-    case IrOpKind::kSwiGlu: return BackendOp::kSwiGlu;
-    case IrOpKind::kAddResidual: return BackendOp::kAdd;
-    case IrOpKind::kSelectRows: return BackendOp::kCopyRows;
+    case IrOpKind::kEmbed:
+      return BackendOp::kEmbed;
+    case IrOpKind::kRmsNorm:
+      return BackendOp::kRmsNorm;
+    case IrOpKind::kMatmul:
+      return BackendOp::kMatmul;
+    case IrOpKind::kAddBias:
+      return BackendOp::kAddBias;
+    case IrOpKind::kRope:
+      return BackendOp::kRope;
+    case IrOpKind::kKvStore:
+      return BackendOp::kKvStore;
+    case IrOpKind::kAttention:
+      return BackendOp::kAttention;
+    case IrOpKind::kSwiGlu:
+      return BackendOp::kSwiGlu;
+    case IrOpKind::kAddResidual:
+      return BackendOp::kAdd;
+    case IrOpKind::kSelectRows:
+      return BackendOp::kCopyRows;
   }
   return BackendOp::kAdd;
 }
@@ -61,9 +71,9 @@ Status verify_geometry(const ModelIr& ir) {
                               std::to_string(hp.n_head) + " query heads");
   }
   if (!hp.head_dim_explicit && hp.n_embd % hp.n_head != 0) {
-    return geometry_error("attention.head_count",
-                          std::to_string(hp.n_head) + " heads do not divide the embedding " +
-                              std::to_string(hp.n_embd));
+    return geometry_error("attention.head_count", std::to_string(hp.n_head) +
+                                                      " heads do not divide the embedding " +
+                                                      std::to_string(hp.n_embd));
   }
   if (hp.head_dim_k == 0 || hp.head_dim_k != hp.head_dim_v) {
     return geometry_error("attention.value_length",
@@ -71,10 +81,9 @@ Status verify_geometry(const ModelIr& ir) {
                               std::to_string(hp.head_dim_v) + " must be equal and non-zero");
   }
   if (hp.n_rot % 2 != 0 || hp.n_rot > hp.head_dim_k) {
-    return geometry_error("rope.dimension_count",
-                          "rotary dimensions " + std::to_string(hp.n_rot) +
-                              " must be even and at most the head size " +
-                              std::to_string(hp.head_dim_k));
+    return geometry_error("rope.dimension_count", "rotary dimensions " + std::to_string(hp.n_rot) +
+                                                      " must be even and at most the head size " +
+                                                      std::to_string(hp.head_dim_k));
   }
   if (!(hp.rope_freq_base > 0.0f)) return geometry_error("rope.freq_base", "must be positive");
   if (hp.rope_scaling != RopeScaling::kNone && !(hp.rope_scaling_factor > 0.0f)) {
@@ -113,8 +122,8 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
   }
   const auto bad_shape = [&](const IrWeight& w, const std::string& expected) {
     return Status(ErrorCode::kBadShape,
-                  where(region, op) + ": tensor '" + w.name + "' has shape " +
-                      shape_text(w.shape) + ", expected " + expected,
+                  where(region, op) + ": tensor '" + w.name + "' has shape " + shape_text(w.shape) +
+                      ", expected " + expected,
                   ErrorWhere{.tensor = w.name});
   };
   const auto unsupported = [&](BackendOp bop, TensorType type, const std::string& tensor) {
@@ -130,8 +139,8 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
     case IrOpKind::kEmbed: {
       const IrWeight& w = op.weights.at(0);
       if (w.shape.size() != 2 || w.shape[0] != op.output.width || w.shape[1] != ir.hp.n_vocab) {
-        return bad_shape(w, "[" + std::to_string(op.output.width) + ", " +
-                                std::to_string(ir.hp.n_vocab) + "]");
+        return bad_shape(
+            w, "[" + std::to_string(op.output.width) + ", " + std::to_string(ir.hp.n_vocab) + "]");
       }
       if (!be.supports(bop, w.type)) return unsupported(bop, w.type, w.name);
       return ok_status();
@@ -260,8 +269,8 @@ Result<ExecutionPlan> lower_ir(const ModelIr& ir, const Backend& backend, Matmul
 std::string format_plan(const ModelIr& ir, const ExecutionPlan& plan) {
   std::ostringstream out;
   const HParams& hp = ir.hp;
-  out << "model IR: " << hp.arch << ", " << hp.n_layer << " blocks, embedding " << hp.n_embd
-      << ", " << hp.n_head << " heads / " << hp.n_head_kv << " KV heads of " << hp.head_dim_k
+  out << "model IR: " << hp.arch << ", " << hp.n_layer << " blocks, embedding " << hp.n_embd << ", "
+      << hp.n_head << " heads / " << hp.n_head_kv << " KV heads of " << hp.head_dim_k
       << ", feed-forward " << hp.n_ff << ", vocabulary " << hp.n_vocab << "\n";
   out << "context " << ir.n_ctx << " tokens, KV cache " << tensor_type_name(ir.kv_type)
       << ", backend " << plan.backend_name << ", matmul activations "

@@ -16,11 +16,11 @@
 namespace synapse {
 
 struct PlanOp {
-  IrOp op;                                // what to compute (copied from the IR)
+  IrOp op;  // what to compute (copied from the IR)
   BackendOp backend_op = BackendOp::kAdd;
-  std::string kernel;                     // the kernel that runs it here
-  std::vector<WeightMatrix> matrices;     // kEmbed, kMatmul: in the IR's weight order
-  const float* vector = nullptr;          // kRmsNorm weight, kAddBias bias, kRope freq factors
+  std::string kernel;                  // the kernel that runs it here
+  std::vector<WeightMatrix> matrices;  // kEmbed, kMatmul: in the IR's weight order
+  const float* vector = nullptr;       // kRmsNorm weight, kAddBias bias, kRope freq factors
 };
 
 struct PlanRegion {

@@ -73,8 +73,8 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
     while (input < inputs.size() && tokens_.size() < config_.max_batch_tokens) {
       const StepInput& in = inputs[input];
       if (offset == 0) out.first_row[input] = written_rows;
-      const size_t take = std::min(in.tokens.size() - offset,
-                                   config_.max_batch_tokens - tokens_.size());
+      const size_t take =
+          std::min(in.tokens.size() - offset, config_.max_batch_tokens - tokens_.size());
       if (take > 0) {
         const size_t first_row = tokens_.size();
         const std::span<const int32_t> piece = in.tokens.subspan(offset, take);

@@ -33,9 +33,7 @@ struct StepOutput {
   std::vector<float> logits;
   std::vector<size_t> first_row;
   std::vector<size_t> n_rows;
-  std::span<const float> row(size_t r) const {
-    return {logits.data() + r * n_vocab, n_vocab};
-  }
+  std::span<const float> row(size_t r) const { return {logits.data() + r * n_vocab, n_vocab}; }
   // The last logits row of input i (it must have asked for logits).
   std::span<const float> last(size_t i) const { return row(first_row[i] + n_rows[i] - 1); }
 };

@@ -120,8 +120,8 @@ Status KvCache::reserve(SeqId id, size_t n_new) {
   size_t fresh = pages_needed > s.pages.size() ? pages_needed - s.pages.size() : 0;
   for (size_t p = first_written; p < s.pages.size(); ++p) fresh += refcount_[s.pages[p]] > 1;
   const size_t capacity_left =
-      free_pages_.size() + (config_.max_pages - std::min(config_.max_pages,
-                                                         chunks_.size() * config_.pages_per_chunk));
+      free_pages_.size() +
+      (config_.max_pages - std::min(config_.max_pages, chunks_.size() * config_.pages_per_chunk));
   if (fresh > capacity_left) {
     return Status(ErrorCode::kResourceExhausted,
                   "KV cache pool exhausted: " + std::to_string(fresh) + " more pages needed, " +

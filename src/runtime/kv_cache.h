@@ -23,15 +23,15 @@ using SeqId = uint32_t;
 
 struct KvCacheConfig {
   size_t page_tokens = 32;
-  size_t max_pages = 0;        // 0: enough for 4 sequences of the full context
-  size_t pages_per_chunk = 16; // the pool grows by this many pages at a time
+  size_t max_pages = 0;         // 0: enough for 4 sequences of the full context
+  size_t pages_per_chunk = 16;  // the pool grows by this many pages at a time
 };
 
 struct KvCacheStats {
   size_t page_bytes = 0;
   size_t pages_allocated = 0;  // pool capacity so far (chunks grown)
   size_t pages_in_use = 0;
-  size_t pages_shared = 0;     // pages held by more than one sequence
+  size_t pages_shared = 0;  // pages held by more than one sequence
   size_t max_pages = 0;
   size_t copies_on_write = 0;
 };
@@ -93,7 +93,7 @@ class KvCache {
   size_t layer_bytes_;  // one layer's K (or V) in one page
   size_t page_bytes_;
   std::vector<BackendBuffer> chunks_;
-  std::vector<uint32_t> refcount_;   // per page id
+  std::vector<uint32_t> refcount_;  // per page id
   std::vector<uint32_t> free_pages_;
   std::vector<Sequence> sequences_;
   std::vector<SeqId> free_ids_;
