@@ -183,7 +183,9 @@ TEST(DecoderParity, ReferenceLogitsTable) {
     // The exact-activation path: at least as accurate as llama.cpp without any margin.
     const ModelRun f32 = run_model(c.model, ids, 0, 1, selected_kernels(), DotPath::kF32);
     const Distance ours_f32 = distance(f32.logits, exact);
-    if (!is_f32_case(c.name)) EXPECT_LE(ours_f32.rms, theirs.rms) << "F32 activations";
+    if (!is_f32_case(c.name)) {
+      EXPECT_LE(ours_f32.rms, theirs.rms) << "F32 activations";
+    }
     char line[512];
     std::snprintf(line, sizeof line,
                   "| %s | %.3g | %.3g | %.2f | %.3g | %.3g | %zu/%zu | %s | %.3g | %.3g |\n",

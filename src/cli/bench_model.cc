@@ -4,6 +4,8 @@
 // steps from an empty cache), as llama-bench measures them; medians and spread over -r
 // repetitions after one warm-up, the effective weight bandwidth of decode and its fraction of
 // the memory read bandwidth measured in the same run, and peak RSS.
+#include "cli/bench_model.h"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "cli/bench_model.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "kernels/memory_bandwidth.h"
@@ -156,8 +157,8 @@ int run_model_bench(const ModelBenchOptions& o) {
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("model %s (%s, %u blocks, embedding %u, vocabulary %u), %s\n",
-                loaded->resolved.label.c_str(), hp.arch.c_str(), hp.n_layer, hp.n_embd,
-                hp.n_vocab, std::string(loaded->backend->name()).c_str());
+                loaded->resolved.label.c_str(), hp.arch.c_str(), hp.n_layer, hp.n_embd, hp.n_vocab,
+                std::string(loaded->backend->name()).c_str());
     std::printf("  %-8s %12s %12s %12s\n", "test", "median t/s", "min t/s", "max t/s");
     if (o.n_prompt > 0) {
       std::printf("  pp%-6d %12.2f %12.2f %12.2f\n", o.n_prompt, pps.median, pps.min, pps.max);

@@ -59,8 +59,7 @@ TEST(Generate, BadInputFailsClearly) {
   const auto too_long = run_command(synapse_cli() + " generate -m " + q(model) +
                                     " --ctx 8 -p 'Once upon a time there was a little girl'");
   EXPECT_NE(too_long.exit_code, 0);
-  EXPECT_NE(too_long.stderr_text.find("limit_exceeded"), std::string::npos)
-      << too_long.stderr_text;
+  EXPECT_NE(too_long.stderr_text.find("limit_exceeded"), std::string::npos) << too_long.stderr_text;
   const auto negative = run_command(synapse_cli() + " generate -m " + q(model) + " -n -3");
   EXPECT_NE(negative.exit_code, 0);
   EXPECT_NE(negative.stderr_text.find("-n"), std::string::npos) << negative.stderr_text;
@@ -119,8 +118,8 @@ TEST(InspectIr, PrintsRegionsOpsAndKernels) {
 TEST(Bench, ModelBenchJson) {
   testing::TempDir dir;
   const std::string model = synth_llama(dir);
-  const auto r = run_command(synapse_cli() + " bench -m " + q(model) +
-                             " -p 16 -n 4 -r 1 --threads 1 --json");
+  const auto r =
+      run_command(synapse_cli() + " bench -m " + q(model) + " -p 16 -n 4 -r 1 --threads 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   const Json out = Json::parse(r.stdout_text);
   EXPECT_GT(out["pp_tokens_per_s"].get<double>(), 0.0);
