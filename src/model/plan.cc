@@ -289,7 +289,7 @@ std::string format_plan(const ModelIr& ir, const ExecutionPlan& plan) {
       out << "  " << ir_op_name(op.kind) << " '" << op.label << "'";
       if (op.rows == RowSpace::kOutput) out << " (output rows)";
       out << ": ";
-      if (op.kind != IrOpKind::kEmbed) out << slice(op.input) << " -> ";
+      if (op.input.width != 0) out << slice(op.input) << " -> ";
       out << (op.kind == IrOpKind::kKvStore ? std::string("cache layer ") + std::to_string(op.layer)
                                             : slice(op.output));
       for (const IrWeight& w : op.weights) {
