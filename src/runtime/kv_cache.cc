@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
@@ -30,7 +31,11 @@ SeqId KvCache::create() {
   Sequence& s = seq(id);
   s = Sequence{};
   s.live = true;
-  s.pages.reserve((n_ctx_ + format_.page_tokens - 1) / format_.page_tokens);
+  // Page tables sized for the whole context up front (a few pointers per page): growing a
+  // sequence in the decode loop then allocates nothing.
+  const size_t max_pages = (n_ctx_ + format_.page_tokens - 1) / format_.page_tokens;
+  s.pages.reserve(max_pages);
+  s.pointers.reserve(n_layer_ * 2 * std::max<size_t>(max_pages, 1));
   rebuild_views(s);
   return id;
 }
