@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `synapse generate -m MODEL (-p TEXT | -f FILE) [-n N] [--ctx N] [--threads N] [--json]`:
-// streams the generated text (not the prompt) to stdout as it is produced; timings go to stderr
-// (load, prefill and decode tokens/s, time to first token). An empty prompt starts from BOS
-// alone. Sampling is greedy for now: choosing the next token is one call (next_token) so that
-// the sampler chain plugs in there.
+// `synapse generate -m MODEL (-p TEXT | -f FILE) [-n N] [--temp --top-k --top-p --min-p
+// --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --seed --stop S]
+// [--ctx N] [--threads N] [--json]`: streams the generated text (not the prompt) to stdout as it
+// is produced; timings go to stderr (load, prefill and decode tokens/s, time to first token). An
+// empty prompt starts from BOS alone. Sampling is llama.cpp's chain with its defaults (src/sample;
+// --temp 0 is greedy); stop strings are matched on the text across token boundaries and are not
+// printed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +15,8 @@
 #include "cli/commands.h"
 #include "cli/model_runner.h"
 #include "runtime/engine.h"
+#include "sample/sampler.h"
+#include "sample/stop_matcher.h"
 #include "tokenizer/detokenizer.h"
 
 namespace synapse::cli {
@@ -26,16 +30,14 @@ struct GenerateOptions {
   std::string prompt;
   std::string prompt_file;
   int n_predict = 128;
-  uint64_t seed = 0;  // for the sampler chain; greedy ignores it
+  SamplingParams sampling;
+  std::vector<std::string> stop;
   bool json = false;
 };
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
-
-// The next token from a logits row. Greedy for now; the sampler chain replaces this call.
-int32_t next_token(std::span<const float> logits) { return greedy_token(logits); }
 
 int run_generate(const GenerateOptions& o) {
   if (o.n_predict < 0) {
@@ -55,9 +57,14 @@ int run_generate(const GenerateOptions& o) {
     while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) prompt.append(buffer, n);
     std::fclose(f);
   }
+  if (Status valid = validate(o.sampling); !valid.ok()) return fail(valid);
+  Result<StopMatcher> stops = StopMatcher::create(o.stop);
+  if (!stops.ok()) return fail(stops.status());
   Result<LoadedModel> loaded = load_model(o.run);
   if (!loaded.ok()) return fail(loaded.status());
   DecoderModel& model = *loaded->model;
+  Result<Sampler> sampler = Sampler::create(o.sampling, static_cast<int32_t>(model.n_vocab()));
+  if (!sampler.ok()) return fail(sampler.status());
   Result<tokenizer::Tokenizer> tok = load_tokenizer(model);
   if (!tok.ok()) return fail(tok.status());
   std::vector<int32_t> ids = tok->encode(prompt);
@@ -84,14 +91,26 @@ int run_generate(const GenerateOptions& o) {
   std::string text, piece;
   std::vector<int32_t> generated;
   std::string stop_reason = "length";
+  // Text cleared by the stop matcher: kept for --json, streamed otherwise.
+  auto emit = [&](std::string_view released) {
+    text += released;
+    if (!o.json && !released.empty()) {
+      std::fwrite(released.data(), 1, released.size(), stdout);
+      std::fflush(stdout);
+    }
+  };
 
+  sampler->accept(ids);  // the penalties' window starts in the prompt, as in llama.cpp
   const auto t_prefill = Clock::now();
   Result<std::span<const float>> logits = session.append(ids);
   if (!logits.ok()) return fail(logits.status());
   const double prefill_ms = ms_since(t_prefill);
   const auto t_decode = Clock::now();
   for (int i = 0; i < o.n_predict; ++i) {
-    const int32_t id = next_token(*logits);
+    const Result<int32_t> sampled = sampler->sample(*logits);
+    if (!sampled.ok()) return fail(sampled.status());
+    const int32_t id = *sampled;
+    sampler->accept(id);
     if (std::find(eog.begin(), eog.end(), id) != eog.end()) {
       stop_reason = "end_of_generation";
       break;
@@ -100,10 +119,11 @@ int run_generate(const GenerateOptions& o) {
     piece.clear();
     const Status s = detok.push(id, piece);
     if (!s.ok()) return fail(s);
-    text += piece;
-    if (!o.json && !piece.empty()) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
+    const StopMatcher::Step step = stops->feed(piece);
+    emit(step.text);
+    if (step.stopped) {
+      stop_reason = "stop";
+      break;
     }
     if (i + 1 == o.n_predict) break;
     if (session.n_tokens() >= model.n_ctx()) {
@@ -114,9 +134,12 @@ int run_generate(const GenerateOptions& o) {
     logits = session.append(next);
     if (!logits.ok()) return fail(logits.status());
   }
-  piece.clear();
-  detok.finish(piece);
-  text += piece;
+  if (!stops->stopped()) {
+    piece.clear();
+    detok.finish(piece);
+    emit(stops->feed(piece).text);
+    if (!stops->stopped()) emit(stops->flush());
+  }
   const double decode_ms = ms_since(t_decode);
   const double ttft_ms = prefill_ms;
   // Decode speed counts the forward passes after the first token (n - 1 of them).
@@ -131,13 +154,13 @@ int run_generate(const GenerateOptions& o) {
     out["n_prompt_tokens"] = ids.size();
     out["n_generated_tokens"] = generated.size();
     out["stop_reason"] = stop_reason;
+    out["seed"] = sampler->seed();
     out["timings"] = {{"load_ms", loaded->load_ms},
                       {"ttft_ms", ttft_ms},
                       {"prefill_tokens_per_s", prefill_tps},
                       {"decode_tokens_per_s", decode_tps}};
     std::printf("%s\n", out.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
   } else {
-    if (!piece.empty()) std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::printf("\n");
   }
   std::fprintf(stderr,
@@ -152,13 +175,31 @@ int run_generate(const GenerateOptions& o) {
 
 void add_generate_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate text from a prompt (greedy for now)");
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text from a prompt");
   add_run_options(cmd, o->run);
   auto* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text (empty: start from BOS)");
   auto* f = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
   p->excludes(f);
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Sampling seed (greedy ignores it)");
+  SamplingParams& sp = o->sampling;
+  cmd->add_option("--temp", sp.temperature, "Temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", sp.top_k, "Keep the k most likely tokens (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", sp.top_p, "Nucleus: smallest set with this probability (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--min-p", sp.min_p, "Drop tokens below min-p x the top probability (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--repeat-penalty", sp.repeat_penalty, "Repetition penalty (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--repeat-last-n", sp.penalty_last_n,
+                  "Tokens the penalties look back over (-1: all, 0: off)")
+      ->capture_default_str();
+  cmd->add_option("--presence-penalty", sp.presence_penalty, "Presence penalty")
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", sp.frequency_penalty, "Frequency penalty")
+      ->capture_default_str();
+  cmd->add_option("-s,--seed", sp.seed, "Sampling seed (default: random, printed in --json)");
+  cmd->add_option("--stop", o->stop, "Stop at this text (repeatable; not printed)");
   cmd->add_flag("--json", o->json, "Print one JSON object at the end instead of streaming");
   cmd->callback([o, &exit_code] { exit_code = run_generate(*o); });
 }

@@ -88,9 +88,9 @@ int run_kl_divergence(const PerplexityCliOptions& o, LoadedModel& loaded) {
                o.kl_divergence.c_str());
   const auto start = Clock::now();
   RunningPrinter printer(o.json, h.n_chunks);
-  Result<KlDivergenceRun> run = compute_kl_divergence(
-      *reference, model.n_vocab(), o.batch, scorer.scorer(),
-      [&printer](size_t c, size_t n, double v) { printer(c, n, v); });
+  Result<KlDivergenceRun> run =
+      compute_kl_divergence(*reference, model.n_vocab(), o.batch, scorer.scorer(),
+                            [&printer](size_t c, size_t n, double v) { printer(c, n, v); });
   printer.finish();
   if (!run.ok()) return fail(run.status());
   const double seconds = seconds_since(start);
@@ -156,8 +156,8 @@ int run_perplexity(const PerplexityCliOptions& o) {
   if (!tok.ok()) return fail(tok.status());
   const auto t_tokenize = Clock::now();
   const std::vector<int32_t> tokens = tok->encode(text);
-  std::fprintf(stderr, "perplexity: tokenized %zu bytes into %zu tokens in %.1f ms\n",
-               text.size(), tokens.size(), 1000 * seconds_since(t_tokenize));
+  std::fprintf(stderr, "perplexity: tokenized %zu bytes into %zu tokens in %.1f ms\n", text.size(),
+               tokens.size(), 1000 * seconds_since(t_tokenize));
 
   PerplexityOptions options;
   options.n_ctx = n_ctx;
@@ -168,8 +168,10 @@ int run_perplexity(const PerplexityCliOptions& o) {
   options.bos_id = tok->vocab().special().bos;
   Result<ChunkPlan> plan = plan_chunks(tokens.size(), options, model.n_vocab());
   if (!plan.ok()) return fail(plan.status());
-  std::fprintf(stderr, "perplexity: calculating perplexity over %zu chunks, n_ctx=%u, batch_size=%u, n_seq=%zu\n",
-               plan->n_chunks, n_ctx, o.batch, plan->chunks_per_pass);
+  std::fprintf(
+      stderr,
+      "perplexity: calculating perplexity over %zu chunks, n_ctx=%u, batch_size=%u, n_seq=%zu\n",
+      plan->n_chunks, n_ctx, o.batch, plan->chunks_per_pass);
   EngineScorer scorer(model, n_ctx, plan->chunks_per_pass, o.batch);
   RunningPrinter printer(o.json, plan->n_chunks);
   const auto start = Clock::now();
@@ -177,8 +179,8 @@ int run_perplexity(const PerplexityCliOptions& o) {
   Result<PerplexityResult> result =
       o.save_logits.empty()
           ? compute_perplexity(tokens, options, model.n_vocab(), scorer.scorer(), observer)
-          : save_reference_logits(o.save_logits, tokens, options, model.n_vocab(),
-                                  scorer.scorer(), observer);
+          : save_reference_logits(o.save_logits, tokens, options, model.n_vocab(), scorer.scorer(),
+                                  observer);
   printer.finish();
   if (!result.ok()) return fail(result.status());
   const double seconds = seconds_since(start);

@@ -50,8 +50,8 @@ int run_score(const ScoreOptions& o) {
   if (o.json) {
     Json list = Json::array();
     for (const TokenScore& t : score->tokens) {
-      list.push_back({{"id", t.id}, {"text", piece(t.id)}, {"logprob", t.log_prob},
-                      {"top", t.top}});
+      list.push_back(
+          {{"id", t.id}, {"text", piece(t.id)}, {"logprob", t.log_prob}, {"top", t.top}});
     }
     Json out;
     out["tokens"] = std::move(list);

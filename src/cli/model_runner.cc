@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "base/cpu_info.h"
 #include "cli/cli_util.h"
@@ -22,18 +23,40 @@ void add_run_options(CLI::App* cmd, RunOptions& o) {
                   "Matmul activations: quantized (fast, as llama.cpp) or f32 (exact)")
       ->check(CLI::IsMember({"quantized", "f32"}))
       ->capture_default_str();
+  cmd->add_option(
+         "--cache-type", o.cache_type,
+         "KV cache element type: f32 (exact) or f16 (half the memory, llama.cpp's default)")
+      ->check(CLI::IsMember({"f32", "f16"}))
+      ->capture_default_str();
 }
 
 Result<LoadedModel> load_model(const RunOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   LoadedModel loaded;
-  SYN_ASSIGN_OR_RETURN(loaded.resolved, resolve_model(o.model, {.store_directory = o.store}));
+  // A raw GGUF is prepared into the store once (visibly) and the package runs: execution always
+  // starts from a verified package (docs/formats/synapse-package.md).
+  StageProgress progress(o.model);
+  ResolveOptions resolve;
+  resolve.store_directory = o.store;
+  resolve.prepare_gguf = true;
+  resolve.notice = [](std::string_view message) {
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
+  };
+  resolve.progress = [&progress](std::string_view stage, uint64_t done, uint64_t total) {
+    progress.update(stage, done, total);
+  };
+  resolve.created_by = created_by();
+  Result<ResolvedModel> resolved = resolve_model(o.model, resolve);
+  progress.finish();
+  if (!resolved.ok()) return resolved.status();
+  loaded.resolved = std::move(*resolved);
   const int threads = o.threads > 0 ? o.threads : std::max(1, CpuInfo::detect().physical_cores);
   loaded.pool = std::make_unique<ThreadPool>(threads);
   loaded.backend = std::make_unique<CpuBackend>(selected_kernels(), *loaded.pool);
   DecoderOptions options;
   options.n_ctx = o.n_ctx;
   if (o.activations == "f32") options.matmul_mode.path = DotPath::kF32;
+  if (o.cache_type == "f16") options.kv_type = TensorType::kF16;
   SYN_ASSIGN_OR_RETURN(loaded.model,
                        DecoderModel::open(loaded.resolved.path, *loaded.backend, options));
   loaded.load_ms =

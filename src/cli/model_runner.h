@@ -23,9 +23,10 @@ struct RunOptions {
   int threads = 0;                        // 0: physical cores
   uint32_t n_ctx = 0;                     // 0: the model's (at most 4096)
   std::string activations = "quantized";  // quantized|f32: matmul activation precision
+  std::string cache_type = "f32";         // f32|f16: the KV cache's element type
 };
 
-// -m/--model, --store, -t/--threads, --ctx, --activations.
+// -m/--model, --store, -t/--threads, --ctx, --activations, --cache-type.
 void add_run_options(CLI::App* cmd, RunOptions& options);
 
 struct LoadedModel {

@@ -38,7 +38,7 @@ void patch_bytes(const std::string& path, const std::string& from, const std::st
 TEST(Generate, Stories260KStreamsTheAuthorsText) {
   SYN_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
   SYN_REQUIRE_FIXTURE(golden, "golden/stories260K_llama2c_greedy_n200.txt");
-  const auto r = run_command(synapse_cli() + " generate -m " + q(model) + " -n 200 -t 2");
+  const auto r = run_command(synapse_cli() + " generate -m " + q(model) + " -n 200 -t 2 --temp 0");
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   std::string text = r.stdout_text;
   while (!text.empty() && text.back() == '\n') text.pop_back();
@@ -46,11 +46,43 @@ TEST(Generate, Stories260KStreamsTheAuthorsText) {
   EXPECT_NE(r.stderr_text.find("time to first token"), std::string::npos) << r.stderr_text;
 
   const auto j = run_command(synapse_cli() + " generate -m " + q(model) +
-                             " -p 'Once upon a time' -n 16 --json");
+                             " -p 'Once upon a time' -n 16 --temp 0 --json");
   ASSERT_EQ(j.exit_code, 0) << j.stderr_text;
   const Json out = Json::parse(j.stdout_text);
   EXPECT_EQ(out["n_generated_tokens"], 16);
   EXPECT_EQ(out["tokens"].size(), 16u);
+}
+
+TEST(Generate, SeededSamplingRepeatsAndStopStringsEndTheText) {
+  SYN_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+  SYN_REQUIRE_FIXTURE(golden, "golden/stories260K_llama2c_greedy_n200.txt");
+  const std::string sample = synapse_cli() + " generate -m " + q(model) +
+                             " -p 'Once upon a time' -n 40 --temp 1.0 --top-k 0 --top-p 1 "
+                             "--min-p 0 --json --seed ";
+  const auto a = run_command(sample + "7");
+  const auto b = run_command(sample + "7");
+  const auto c = run_command(sample + "8");
+  ASSERT_EQ(a.exit_code, 0) << a.stderr_text;
+  ASSERT_EQ(c.exit_code, 0) << c.stderr_text;
+  const Json ja = Json::parse(a.stdout_text);
+  EXPECT_EQ(ja["tokens"], Json::parse(b.stdout_text)["tokens"]);
+  EXPECT_NE(ja["tokens"], Json::parse(c.stdout_text)["tokens"]);
+  EXPECT_EQ(ja["seed"], 7);
+
+  // Greedy with a stop string: the text up to (not including) its first occurrence.
+  const std::string text = testing::read_file_text(golden);
+  const size_t cut = text.find(" the", 20);
+  ASSERT_NE(cut, std::string::npos);
+  const auto s = run_command(synapse_cli() + " generate -m " + q(model) +
+                             " -n 200 --temp 0 --json --stop ' the' --stop 'zzzz'");
+  ASSERT_EQ(s.exit_code, 0) << s.stderr_text;
+  const Json js = Json::parse(s.stdout_text);
+  EXPECT_EQ(js["stop_reason"], "stop");
+  EXPECT_EQ(js["text"].get<std::string>(), text.substr(0, text.find(" the")));
+  // Bad sampling settings are named.
+  const auto bad = run_command(synapse_cli() + " generate -m " + q(model) + " --top-p 1.5");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.stderr_text.find("top_p"), std::string::npos) << bad.stderr_text;
 }
 
 TEST(Generate, BadInputFailsClearly) {
