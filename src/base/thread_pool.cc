@@ -20,17 +20,23 @@ ThreadPool::ThreadPool(int n_threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  stop_.store(true, std::memory_order_release);
-  epoch_.fetch_add(1, std::memory_order_acq_rel);
+  stop_.store(true);
+  epoch_.fetch_add(2);
   epoch_.notify_all();
   for (std::thread& worker : workers_) worker.join();
 }
 
 void ThreadPool::run_tasks(int thread) {
+  const size_t total = job_tasks_;
+  size_t done = 0;
   while (true) {
     const size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= job_tasks_) break;
+    if (task >= total) break;
     job_invoke_(job_ctx_, task, thread);
+    ++done;
+  }
+  if (done != 0 && tasks_done_.fetch_add(done, std::memory_order_acq_rel) + done == total) {
+    tasks_done_.notify_one();
   }
 }
 
@@ -42,30 +48,33 @@ void ThreadPool::run(size_t n_tasks, void* ctx, Invoke invoke) {
   }
   SYN_CHECK(!in_job_.exchange(true, std::memory_order_acquire),
             "ThreadPool::parallel_for is not reentrant");
+  // Close the previous job and wait for workers still inside it (they find no task left and
+  // leave at once) before its description is overwritten. Sequentially consistent with the
+  // workers' enter-then-recheck: either a worker sees the closed epoch or we see it active.
+  // Only this thread (and the destructor) changes the epoch.
+  if ((epoch_.load() & 1u) != 0) epoch_.fetch_add(1);
+  while (active_.load() != 0) cpu_relax();
   job_ctx_ = ctx;
   job_invoke_ = invoke;
   job_tasks_ = n_tasks;
   next_task_.store(0, std::memory_order_relaxed);
-  workers_busy_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  epoch_.fetch_add(1, std::memory_order_release);  // publishes the job
+  tasks_done_.store(0, std::memory_order_relaxed);
+  epoch_.fetch_add(1);  // opens the job
   epoch_.notify_all();
-
   run_tasks(0);
-
-  for (int spin = 0; workers_busy_.load(std::memory_order_acquire) != 0; ++spin) {
+  for (int spin = 0;; ++spin) {
+    const size_t done = tasks_done_.load(std::memory_order_acquire);
+    if (done == n_tasks) break;
     if (spin < kSpinIterations) {
       cpu_relax();
     } else {
-      const int busy = workers_busy_.load(std::memory_order_acquire);
-      if (busy != 0) workers_busy_.wait(busy, std::memory_order_acquire);
+      tasks_done_.wait(done, std::memory_order_acquire);
     }
   }
   in_job_.store(false, std::memory_order_release);
 }
 
 void ThreadPool::worker_loop(int thread) {
-  // Jobs start only after the constructor returns, when the epoch is still 0. Reading the epoch
-  // here instead could miss a job published before this thread got scheduled.
   uint32_t seen = 0;
   while (true) {
     int spin = 0;
@@ -79,9 +88,11 @@ void ThreadPool::worker_loop(int thread) {
       now = epoch_.load(std::memory_order_acquire);
     }
     seen = now;
-    if (stop_.load(std::memory_order_acquire)) return;
-    run_tasks(thread);
-    if (workers_busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) workers_busy_.notify_one();
+    if (stop_.load()) return;
+    if ((now & 1u) == 0) continue;  // closed: wait for the next job
+    active_.fetch_add(1);
+    if (epoch_.load() == now) run_tasks(thread);
+    active_.fetch_sub(1);
   }
 }
 

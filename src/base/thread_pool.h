@@ -45,8 +45,12 @@ class ThreadPool {
   Invoke job_invoke_ = nullptr;
   size_t job_tasks_ = 0;
   std::atomic<size_t> next_task_{0};
-  std::atomic<int> workers_busy_{0};
+  std::atomic<size_t> tasks_done_{0};
+  // Odd while a job is open to workers, even while it is closed (between jobs). A job completes
+  // when its tasks are done, not when every worker has seen it: a worker the OS has not
+  // scheduled yet (a busy machine) must not hold up the caller, which then runs the tasks itself.
   std::atomic<uint32_t> epoch_{0};
+  std::atomic<int> active_{0};  // workers inside the open job (reading its description)
   std::atomic<bool> in_job_{false};
   std::atomic<bool> stop_{false};
 };

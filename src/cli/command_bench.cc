@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse bench`: measurements of this machine. `bench memory` measures memory read bandwidth
 // with 1..N threads (the yardstick for decode speed: every weight byte is read once per token).
-// Model benchmarks (prompt processing, generation) join this command with the decoder.
+// `bench -m MODEL` benchmarks a model (bench_model.h).
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "base/cpu_info.h"
+#include "cli/bench_model.h"
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "kernels/kernel_selection.h"
 #include "kernels/memory_bandwidth.h"
@@ -62,8 +64,20 @@ int run_memory(const MemoryOptions& o) {
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("bench", "Measure this machine (more benchmarks later)");
-  cmd->require_subcommand(1);
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Benchmark a model (-m MODEL: prompt processing and generation) or this machine");
+  cmd->require_subcommand(0, 1);
+  auto mo = std::make_shared<ModelBenchOptions>();
+  add_model_bench_options(cmd, *mo);
+  cmd->callback([cmd, mo, &exit_code] {
+    if (!cmd->get_subcommands().empty()) return;
+    if (mo->run.model.empty()) {
+      std::fprintf(stderr, "error: bench needs -m MODEL or a subcommand (memory)\n");
+      exit_code = kExitUsage;
+      return;
+    }
+    exit_code = run_model_bench(*mo);
+  });
   auto o = std::make_shared<MemoryOptions>();
   CLI::App* memory = cmd->add_subcommand(
       "memory", "Memory read bandwidth with 1..N threads, through the selected kernels");

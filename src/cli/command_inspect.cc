@@ -6,6 +6,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/inspect_report.h"
+#include "cli/model_runner.h"
 #include "store/model_ref.h"
 
 namespace synapse::cli {
@@ -17,6 +18,8 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
     bool json = false;
     bool all_tensors = false;
     size_t array_elements = 8;
+    bool ir = false;
+    uint32_t n_ctx = 0;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -31,7 +34,25 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--array-elements", options->array_elements,
                   "How many elements of each metadata array to show")
       ->capture_default_str();
+  cmd->add_flag("--ir", options->ir,
+                "Print the verified Model IR and the execution plan (kernel per op) instead");
+  cmd->add_option("--ctx", options->n_ctx, "Context for --ir (default: the model's, <= 4096)");
   cmd->callback([options, &exit_code] {
+    if (options->ir) {
+      RunOptions run;
+      run.model = options->path;
+      run.store = options->store;
+      run.n_ctx = options->n_ctx;
+      const Result<LoadedModel> loaded = load_model(run);
+      if (!loaded.ok()) {
+        exit_code = fail(loaded.status());
+        return;
+      }
+      const DecoderModel& model = *loaded->model;
+      std::fputs(format_plan(model.ir(), model.plan()).c_str(), stdout);
+      exit_code = kExitOk;
+      return;
+    }
     // A stored model is leased while it is inspected.
     const Result<ResolvedModel> model =
         resolve_model(options->path, {.store_directory = options->store});

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// `synapse generate -m MODEL (-p TEXT | -f FILE) [-n N] [--temp --top-k --top-p --min-p
+// --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --seed --stop S]
+// [--ctx N] [--threads N] [--json]`: streams the generated text (not the prompt) to stdout as it
+// is produced; timings go to stderr (load, prefill and decode tokens/s, time to first token). An
+// empty prompt starts from BOS alone. Sampling is llama.cpp's chain with its defaults (src/sample;
+// --temp 0 is greedy); stop strings are matched on the text across token boundaries and are not
+// printed.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "cli/model_runner.h"
+#include "runtime/engine.h"
+#include "sample/sampler.h"
+#include "sample/stop_matcher.h"
+#include "tokenizer/detokenizer.h"
+
+namespace synapse::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+struct GenerateOptions {
+  RunOptions run;
+  std::string prompt;
+  std::string prompt_file;
+  int n_predict = 128;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool json = false;
+};
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+int run_generate(const GenerateOptions& o) {
+  if (o.n_predict < 0) {
+    return fail(Status(ErrorCode::kInvalidArgument, "-n must be zero or positive",
+                       ErrorWhere{.field = "-n"}));
+  }
+  std::string prompt = o.prompt;
+  if (!o.prompt_file.empty()) {
+    std::FILE* f = std::fopen(o.prompt_file.c_str(), "rb");
+    if (f == nullptr) {
+      return fail(Status(ErrorCode::kIoError, "cannot read the prompt file",
+                         ErrorWhere{.path = o.prompt_file}));
+    }
+    char buffer[4096];
+    size_t n;
+    prompt.clear();
+    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) prompt.append(buffer, n);
+    std::fclose(f);
+  }
+  if (Status valid = validate(o.sampling); !valid.ok()) return fail(valid);
+  Result<StopMatcher> stops = StopMatcher::create(o.stop);
+  if (!stops.ok()) return fail(stops.status());
+  Result<LoadedModel> loaded = load_model(o.run);
+  if (!loaded.ok()) return fail(loaded.status());
+  DecoderModel& model = *loaded->model;
+  Result<Sampler> sampler = Sampler::create(o.sampling, static_cast<int32_t>(model.n_vocab()));
+  if (!sampler.ok()) return fail(sampler.status());
+  Result<tokenizer::Tokenizer> tok = load_tokenizer(model);
+  if (!tok.ok()) return fail(tok.status());
+  std::vector<int32_t> ids = tok->encode(prompt);
+  if (ids.empty()) {
+    const int32_t bos = tok->vocab().special().bos;
+    if (bos == tokenizer::kNoToken) {
+      return fail(Status(ErrorCode::kInvalidArgument,
+                         "empty prompt and the model has no BOS token to start from",
+                         ErrorWhere{.field = "prompt"}));
+    }
+    ids.push_back(bos);
+  }
+  if (ids.size() > model.n_ctx()) {
+    return fail(Status(ErrorCode::kLimitExceeded,
+                       "the prompt has " + std::to_string(ids.size()) +
+                           " tokens, more than the context of " + std::to_string(model.n_ctx()),
+                       ErrorWhere{.field = "prompt"}));
+  }
+  const std::vector<int32_t> eog = end_of_generation_tokens(model);
+
+  Engine engine(model);
+  Session session(engine);
+  tokenizer::StreamingDetokenizer detok(*tok);
+  std::string text, piece;
+  std::vector<int32_t> generated;
+  std::string stop_reason = "length";
+  // Text cleared by the stop matcher: kept for --json, streamed otherwise.
+  auto emit = [&](std::string_view released) {
+    text += released;
+    if (!o.json && !released.empty()) {
+      std::fwrite(released.data(), 1, released.size(), stdout);
+      std::fflush(stdout);
+    }
+  };
+
+  sampler->accept(ids);  // the penalties' window starts in the prompt, as in llama.cpp
+  const auto t_prefill = Clock::now();
+  Result<std::span<const float>> logits = session.append(ids);
+  if (!logits.ok()) return fail(logits.status());
+  const double prefill_ms = ms_since(t_prefill);
+  const auto t_decode = Clock::now();
+  for (int i = 0; i < o.n_predict; ++i) {
+    const Result<int32_t> sampled = sampler->sample(*logits);
+    if (!sampled.ok()) return fail(sampled.status());
+    const int32_t id = *sampled;
+    sampler->accept(id);
+    if (std::find(eog.begin(), eog.end(), id) != eog.end()) {
+      stop_reason = "end_of_generation";
+      break;
+    }
+    generated.push_back(id);
+    piece.clear();
+    const Status s = detok.push(id, piece);
+    if (!s.ok()) return fail(s);
+    const StopMatcher::Step step = stops->feed(piece);
+    emit(step.text);
+    if (step.stopped) {
+      stop_reason = "stop";
+      break;
+    }
+    if (i + 1 == o.n_predict) break;
+    if (session.n_tokens() >= model.n_ctx()) {
+      stop_reason = "context";
+      break;
+    }
+    const int32_t next[] = {id};
+    logits = session.append(next);
+    if (!logits.ok()) return fail(logits.status());
+  }
+  if (!stops->stopped()) {
+    piece.clear();
+    detok.finish(piece);
+    emit(stops->feed(piece).text);
+    if (!stops->stopped()) emit(stops->flush());
+  }
+  const double decode_ms = ms_since(t_decode);
+  const double ttft_ms = prefill_ms;
+  // Decode speed counts the forward passes after the first token (n - 1 of them).
+  const size_t decode_steps = generated.size() > 1 ? generated.size() - 1 : 0;
+  const double prefill_tps = static_cast<double>(ids.size()) / (prefill_ms / 1000.0);
+  const double decode_tps =
+      decode_steps > 0 ? static_cast<double>(decode_steps) / (decode_ms / 1000.0) : 0.0;
+  if (o.json) {
+    Json out;
+    out["text"] = text;
+    out["tokens"] = generated;
+    out["n_prompt_tokens"] = ids.size();
+    out["n_generated_tokens"] = generated.size();
+    out["stop_reason"] = stop_reason;
+    out["seed"] = sampler->seed();
+    out["timings"] = {{"load_ms", loaded->load_ms},
+                      {"ttft_ms", ttft_ms},
+                      {"prefill_tokens_per_s", prefill_tps},
+                      {"decode_tokens_per_s", decode_tps}};
+    std::printf("%s\n", out.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
+  } else {
+    std::printf("\n");
+  }
+  std::fprintf(stderr,
+               "load %.1f ms | prompt %zu tokens, %.1f tok/s | generated %zu tokens, %.1f tok/s | "
+               "time to first token %.1f ms | stop: %s\n",
+               loaded->load_ms, ids.size(), prefill_tps, generated.size(), decode_tps, ttft_ms,
+               stop_reason.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<GenerateOptions>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text from a prompt");
+  add_run_options(cmd, o->run);
+  auto* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text (empty: start from BOS)");
+  auto* f = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
+  p->excludes(f);
+  cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
+  SamplingParams& sp = o->sampling;
+  cmd->add_option("--temp", sp.temperature, "Temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", sp.top_k, "Keep the k most likely tokens (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", sp.top_p, "Nucleus: smallest set with this probability (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--min-p", sp.min_p, "Drop tokens below min-p x the top probability (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--repeat-penalty", sp.repeat_penalty, "Repetition penalty (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--repeat-last-n", sp.penalty_last_n,
+                  "Tokens the penalties look back over (-1: all, 0: off)")
+      ->capture_default_str();
+  cmd->add_option("--presence-penalty", sp.presence_penalty, "Presence penalty")
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", sp.frequency_penalty, "Frequency penalty")
+      ->capture_default_str();
+  cmd->add_option("-s,--seed", sp.seed, "Sampling seed (default: random, printed in --json)");
+  cmd->add_option("--stop", o->stop, "Stop at this text (repeatable; not printed)");
+  cmd->add_flag("--json", o->json, "Print one JSON object at the end instead of streaming");
+  cmd->callback([o, &exit_code] { exit_code = run_generate(*o); });
+}
+
+}  // namespace synapse::cli
