@@ -57,6 +57,8 @@ constexpr std::array kTable = {
     ErrorCodeInfo{ErrorCode::kMissingTensor, "missing_tensor", kP, 422, "required tensor missing"},
     ErrorCodeInfo{ErrorCode::kKernelMismatch, "kernel_mismatch", kP, 500,
                   "a kernel disagrees with its reference"},
+    ErrorCodeInfo{ErrorCode::kNumericFault, "numeric_fault", kP, 500,
+                  "a computation produced NaN or infinity"},
 };
 
 }  // namespace

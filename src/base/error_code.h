@@ -49,8 +49,9 @@ enum class ErrorCode : uint16_t {
   // Models.
   kUnknownArchitecture = 200,
   kMissingTensor = 201,
-  // Kernels.
+  // Kernels and numerics.
   kKernelMismatch = 300,
+  kNumericFault = 301,  // a computation produced NaN or infinity (e.g. logits)
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };
