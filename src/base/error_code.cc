@@ -59,6 +59,8 @@ constexpr std::array kTable = {
                   "a kernel disagrees with its reference"},
     ErrorCodeInfo{ErrorCode::kNumericFault, "numeric_fault", kP, 500,
                   "a computation produced NaN or infinity"},
+    ErrorCodeInfo{ErrorCode::kQueueFull, "queue_full", kT, 429,
+                  "the request queue is full; retry after the suggested delay"},
 };
 
 }  // namespace

@@ -52,6 +52,8 @@ enum class ErrorCode : uint16_t {
   // Kernels and numerics.
   kKernelMismatch = 300,
   kNumericFault = 301,  // a computation produced NaN or infinity (e.g. logits)
+  // The service's scheduler (src/serve).
+  kQueueFull = 700,  // admission refused: the request's class queue is at its bound
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };
