@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The service under load on the Qwen2.5-0.5B shape (synthetic Q8_0 weights, 151936-token
 // vocabulary): total generation throughput at concurrency 1, 4 and 8, and an interactive
-// request's time to first token idle and with 4 background requests saturating the engine.
+// request's time to first token idle and with 4 background requests saturating the engine. The
+// vocabulary is the Qwen2 fixture's ($SYNAPSE_FIXTURES/tokenizer/vocab/qwen2-vocab.gguf).
 // Prints one JSON document. The model is synthesized once and reused:
 //   serve_bench [--model PATH] [--threads N] [--tokens N] [--prompt N]
 // PATH defaults to $SYNAPSE_BENCH_DIR (or /tmp)/synapse-qwen2.5-0.5b-shape-q8_0.gguf.
@@ -102,7 +103,10 @@ int run(int argc, char** argv) {
   if (!std::filesystem::exists(path)) {
     SynthOptions o;
     o.arch = "qwen2";
-    o.n_vocab = 151936;
+    // The real Qwen2 vocabulary (151936 tokens): the synthetic one stops at a few hundred.
+    const char* fixtures = std::getenv("SYNAPSE_FIXTURES");
+    o.vocab_from = std::string(fixtures ? fixtures : SYNAPSE_SOURCE_DIR "/../shared/fixtures") +
+                   "/tokenizer/vocab/qwen2-vocab.gguf";
     o.n_layer = 24;
     o.n_embd = 896;
     o.n_ff = 4864;
