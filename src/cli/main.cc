@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   add_bench_command(app, exit_code);
   add_embed_command(app, exit_code);
   add_rerank_command(app, exit_code);
+  add_logits_command(app, exit_code);
+  add_generate_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -26,4 +26,9 @@ struct AttentionBatch {
 void attention(const KernelTable& kernels, const AttentionParams& params, const KvPages& kv,
                const AttentionBatch& batch, ThreadPool& pool);
 
+// One unit of that work: query i of `batch` against KV head `kv_head` (its GQA group of query
+// heads). Backends that schedule several sequences in one job call it per (query, KV head).
+void attend_query(const KernelTable& kernels, const AttentionParams& params, const KvPages& kv,
+                  const AttentionBatch& batch, size_t i, size_t kv_head);
+
 }  // namespace synapse

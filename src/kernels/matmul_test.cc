@@ -66,6 +66,86 @@ TEST(Matmul, ThreadCountDoesNotChangeBits) {
   }
 }
 
+// A column's bits depend only on the route and path: not on how many other columns share the
+// call (batched decode equals single decode; chunked prefill equals whole prefill), nor on the
+// thread count. Checked for every weight type on every kernel table this CPU runs.
+TEST(Matmul, ColumnBitsDoNotDependOnColumnCountOrThreads) {
+  const size_t rows = 67, k = 512;
+  for (const KernelTable* kernels : runnable_kernel_tables()) {
+    for (TensorType type : weight_types()) {
+      const Quantized q(type, rows, k);
+      const WeightMatrix w{type, q.data(), q.stride, rows, k};
+      for (DotPath path : {DotPath::kQuantized, DotPath::kF32}) {
+        for (MatmulRoute route : {MatmulRoute::kStream, MatmulRoute::kTiled}) {
+          const size_t max_cols = 19;
+          std::vector<float> x;
+          for (size_t c = 0; c < max_cols; ++c) {
+            const auto col = wave(k, 10.0f + 3.0f * static_cast<float>(c));
+            x.insert(x.end(), col.begin(), col.end());
+          }
+          auto run_cols = [&](size_t first, size_t n_cols, int threads) {
+            ThreadPool pool(threads);
+            std::vector<uint8_t> scratch(
+                matmul_scratch_bytes(*kernels, w, n_cols, threads, path, route));
+            std::vector<float> y(rows * n_cols, NAN);
+            matmul(*kernels, w, x.data() + first * k, k, n_cols, y.data(), rows, scratch, pool,
+                   path, route);
+            return y;
+          };
+          const std::vector<float> all = run_cols(0, max_cols, 2);
+          for (size_t n_cols : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{9}}) {
+            for (size_t first : {size_t{0}, max_cols - n_cols}) {
+              const std::vector<float> part = run_cols(first, n_cols, n_cols % 2 == 0 ? 1 : 3);
+              EXPECT_EQ(
+                  std::memcmp(part.data(), all.data() + first * rows, part.size() * sizeof(float)),
+                  0)
+                  << kernels->variant << " " << tensor_type_name(type)
+                  << (path == DotPath::kF32 ? " f32" : " quantized")
+                  << (route == MatmulRoute::kTiled ? " tiled" : " stream") << " cols " << first
+                  << "+" << n_cols;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, GroupEqualsSeparateProducts) {
+  const KernelTable& kernels = selected_kernels();
+  const size_t k = 256;
+  const Quantized a(TensorType::kQ4_K, 40, k), b(TensorType::kQ6_K, 70, k),
+      c(TensorType::kQ8_0, 33, k);
+  const WeightMatrix ws[] = {{TensorType::kQ4_K, a.data(), a.stride, 40, k},
+                             {TensorType::kQ6_K, b.data(), b.stride, 70, k},
+                             {TensorType::kQ8_0, c.data(), c.stride, 33, k}};
+  for (size_t n_cols : {size_t{1}, size_t{4}, size_t{20}}) {
+    std::vector<float> x;
+    for (size_t col = 0; col < n_cols; ++col) {
+      const auto v = wave(k, static_cast<float>(col));
+      x.insert(x.end(), v.begin(), v.end());
+    }
+    ThreadPool pool(2);
+    std::vector<std::vector<float>> group_out(3), single_out(3);
+    std::vector<MatmulOutput> outs;
+    for (size_t i = 0; i < 3; ++i) {
+      group_out[i].assign(ws[i].n_rows * n_cols, NAN);
+      outs.push_back({ws[i], group_out[i].data(), ws[i].n_rows});
+    }
+    std::vector<uint8_t> scratch(matmul_group_scratch_bytes(
+        kernels, ws, n_cols, pool.size(), DotPath::kQuantized, MatmulRoute::kAuto));
+    matmul_group(kernels, outs, x.data(), k, n_cols, scratch, pool, DotPath::kQuantized,
+                 MatmulRoute::kAuto);
+    for (size_t i = 0; i < 3; ++i) {
+      single_out[i] = run(kernels, ws[i], x.data(), n_cols, 2);
+      EXPECT_EQ(std::memcmp(single_out[i].data(), group_out[i].data(),
+                            single_out[i].size() * sizeof(float)),
+                0)
+          << "matrix " << i << " cols " << n_cols;
+    }
+  }
+}
+
 TEST(Matmul, EmbeddingRowIsTheDequantizedRow) {
   const KernelTable& kernels = selected_kernels();
   const Quantized q(TensorType::kQ6_K, 5, 256);

@@ -32,15 +32,22 @@ struct HParams {
   uint32_t n_layer = 0;
   uint32_t n_head = 0;
   uint32_t n_head_kv = 0;
-  uint32_t head_dim_k = 0;  // per-head key (and query) size
-  uint32_t head_dim_v = 0;  // per-head value size
-  uint32_t n_rot = 0;       // rotary dimensions per head; 0 without RoPE
+  uint32_t head_dim_k = 0;         // per-head key (and query) size
+  uint32_t head_dim_v = 0;         // per-head value size
+  bool head_dim_explicit = false;  // attention.key_length was in the file (else n_embd / n_head)
+  uint32_t n_rot = 0;              // rotary dimensions per head; 0 without RoPE
   RopeLayout rope_layout = RopeLayout::kNone;
   float rope_freq_base = 10000.0f;
   RopeScaling rope_scaling = RopeScaling::kNone;
   float rope_scaling_factor = 1.0f;
   uint32_t rope_original_context = 0;
-  bool rms_norm = true;  // RMSNorm (decoders) or LayerNorm (BERT)
+  // YaRN's extra parameters (llama.cpp's defaults when the file does not set them).
+  float rope_attn_factor = 1.0f;       // <arch>.rope.scaling.attn_factor
+  float rope_yarn_log_mul = 0.0f;      // <arch>.rope.scaling.yarn_log_multiplier
+  float rope_yarn_ext_factor = -1.0f;  // <arch>.rope.scaling.yarn_ext_factor; < 0: by scaling type
+  float rope_yarn_beta_fast = 32.0f;   // <arch>.rope.scaling.yarn_beta_fast
+  float rope_yarn_beta_slow = 1.0f;    // <arch>.rope.scaling.yarn_beta_slow
+  bool rms_norm = true;                // RMSNorm (decoders) or LayerNorm (BERT)
   float norm_eps = 1e-5f;
   bool causal = true;
   PoolingType pooling = PoolingType::kNone;

@@ -32,6 +32,11 @@ inline constexpr std::string_view kRopeScalingType = "rope.scaling.type";
 inline constexpr std::string_view kRopeScalingFactor = "rope.scaling.factor";
 inline constexpr std::string_view kRopeScalingOriginalContext =
     "rope.scaling.original_context_length";
+inline constexpr std::string_view kRopeScalingAttnFactor = "rope.scaling.attn_factor";
+inline constexpr std::string_view kRopeScalingYarnLogMul = "rope.scaling.yarn_log_multiplier";
+inline constexpr std::string_view kRopeScalingYarnExtFactor = "rope.scaling.yarn_ext_factor";
+inline constexpr std::string_view kRopeScalingYarnBetaFast = "rope.scaling.yarn_beta_fast";
+inline constexpr std::string_view kRopeScalingYarnBetaSlow = "rope.scaling.yarn_beta_slow";
 inline constexpr std::string_view kVocabSize = "vocab_size";
 inline constexpr std::string_view kPoolingType = "pooling_type";
 // Labels of a classification head (rerankers); their count is the head's output size.

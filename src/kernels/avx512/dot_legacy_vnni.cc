@@ -205,12 +205,14 @@ template <typename W, size_t C>
 void row_kernel(const uint8_t* w, const uint8_t* x, size_t x_stride, const PreparedLayout<W>& l,
                 const Indices<W>& ix, float* y, size_t y_stride) {
   using L = PreparedLayout<W>;
-  // Two accumulators per column for alternate steps: no loop-carried FMA chain.
-  __m512 acc0[C], acc1[C], acc_min[C];
+  // One accumulator per column, in step order: the same arithmetic as rows_kernel, so a
+  // column's result does not depend on how many columns share the tile (batched decode gives
+  // the bits of single-sequence decode).
+  __m512 acc[C], acc_min[C];
 #pragma GCC unroll 4
-  for (size_t c = 0; c < C; ++c) acc0[c] = acc1[c] = acc_min[c] = _mm512_setzero_ps();
+  for (size_t c = 0; c < C; ++c) acc[c] = acc_min[c] = _mm512_setzero_ps();
   const uint8_t* row_end = w + l.n_blocks * W::kBytes;
-  auto run_step = [&](size_t s, __m512(&acc)[C]) __attribute__((always_inline)) {
+  for (size_t s = 0; s < l.n_steps; ++s) {
     const size_t first_block = s * W::kStepBlocks;
     const size_t remaining = l.n_blocks - first_block;
     const size_t valid = remaining < W::kStepBlocks ? remaining : W::kStepBlocks;
@@ -223,26 +225,17 @@ void row_kernel(const uint8_t* w, const uint8_t* x, size_t x_stride, const Prepa
       __m512i sums =
           _mm512_dpbusd_epi32(_mm512_load_si512(step + L::kCorr), lo, _mm512_load_si512(step));
       if constexpr (W::kNibbles) sums = _mm512_dpbusd_epi32(sums, hi, _mm512_load_si512(step + 64));
-      const __m512 lane_scale =
-          _mm512_mul_ps(scale, _mm512_load_ps(reinterpret_cast<const float*>(step + L::kScale)));
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), lane_scale, acc[c]);
+      const __m512 dx = _mm512_load_ps(reinterpret_cast<const float*>(step + L::kScale));
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(scale, dx), acc[c]);
       if constexpr (W::kHasMin) {
         acc_min[c] = _mm512_fmadd_ps(
             min, _mm512_load_ps(reinterpret_cast<const float*>(step + L::kMin)), acc_min[c]);
       }
     }
-  };
-  size_t s = 0;
-  for (; s + 2 <= l.n_steps; s += 2) {
-    run_step(s, acc0);
-    run_step(s + 1, acc1);
   }
-  if (s < l.n_steps) run_step(s, acc0);
 #pragma GCC unroll 4
-  for (size_t c = 0; c < C; ++c) {
-    y[c * y_stride] =
-        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0[c], acc1[c]), acc_min[c]));
-  }
+  for (size_t c = 0; c < C; ++c)
+    y[c * y_stride] = _mm512_reduce_add_ps(_mm512_add_ps(acc[c], acc_min[c]));
 }
 
 // R rows from far apart in one pass, one column: R independent sequential streams in the

@@ -17,6 +17,10 @@
 
 namespace synapse {
 
+class ModelFile;
+struct ModelIr;
+struct GraphOptions;
+
 // What a tensor is for; synthetic weights and default types are chosen by role.
 enum class TensorRole {
   kTokenEmbedding,
@@ -54,6 +58,10 @@ class Architecture {
   virtual std::vector<TensorSpec> tensors(const HParams& hp) const = 0;
   // Defaults for a synthetic model of this architecture (sizes come from the caller).
   virtual HParams synthetic_defaults() const = 0;
+  // The forward graph as Model IR, built from the shared blocks (graph_blocks.h) over the
+  // file's tensors. Architectures without a forward pass yet fail with `unsupported`.
+  virtual Result<ModelIr> build_graph(const HParams& hp, const ModelFile& file,
+                                      const GraphOptions& options) const;
 };
 
 // nullptr when the build does not support `name`.

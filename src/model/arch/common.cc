@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "format/gguf/gguf_keys.h"
+#include "model/graph_blocks.h"
 
 namespace synapse::arch {
 namespace {
@@ -62,6 +63,7 @@ Status read_common_hparams(const GgufMetadata& md, std::string_view arch, HParam
                        md.get_u32_or(arch_key(arch, gguf_key::kHeadCountKv), hp.n_head));
   if (hp.n_head == 0) return bad(gguf_key::kHeadCount, hp, "head count is zero");
   const uint32_t default_head_dim = hp.n_embd / hp.n_head;
+  hp.head_dim_explicit = md.contains(arch_key(arch, gguf_key::kKeyLength));
   SYN_ASSIGN_OR_RETURN(hp.head_dim_k,
                        md.get_u32_or(arch_key(arch, gguf_key::kKeyLength), default_head_dim));
   SYN_ASSIGN_OR_RETURN(hp.head_dim_v,
@@ -92,6 +94,16 @@ Status read_rope_hparams(const GgufMetadata& md, std::string_view arch, HParams&
   SYN_ASSIGN_OR_RETURN(
       hp.rope_original_context,
       md.get_u32_or(arch_key(arch, gguf_key::kRopeScalingOriginalContext), hp.n_ctx_train));
+  SYN_ASSIGN_OR_RETURN(hp.rope_attn_factor,
+                       md.get_f32_or(arch_key(arch, gguf_key::kRopeScalingAttnFactor), 1.0f));
+  SYN_ASSIGN_OR_RETURN(hp.rope_yarn_log_mul,
+                       md.get_f32_or(arch_key(arch, gguf_key::kRopeScalingYarnLogMul), 0.0f));
+  SYN_ASSIGN_OR_RETURN(hp.rope_yarn_ext_factor,
+                       md.get_f32_or(arch_key(arch, gguf_key::kRopeScalingYarnExtFactor), -1.0f));
+  SYN_ASSIGN_OR_RETURN(hp.rope_yarn_beta_fast,
+                       md.get_f32_or(arch_key(arch, gguf_key::kRopeScalingYarnBetaFast), 32.0f));
+  SYN_ASSIGN_OR_RETURN(hp.rope_yarn_beta_slow,
+                       md.get_f32_or(arch_key(arch, gguf_key::kRopeScalingYarnBetaSlow), 1.0f));
   return ok_status();
 }
 
@@ -188,6 +200,8 @@ std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOpt
     out.push_back({block_tensor(b, "ffn_up.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
     out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
   }
+  // Llama 3.1-style per-pair frequency divisors (optional).
+  out.push_back({"rope_freqs.weight", {hp.n_rot / 2}, TensorRole::kNorm, /*required=*/false});
   out.push_back({"output_norm.weight", {d}, TensorRole::kNorm});
   out.push_back({"output.weight", {d, hp.n_vocab}, TensorRole::kOutput, /*required=*/false});
   return out;
@@ -220,6 +234,21 @@ HParams DecoderArchitecture::synthetic_defaults() const {
   hp.rope_freq_base = traits_.default_rope_freq_base;
   hp.norm_eps = 1e-6f;
   return hp;
+}
+
+Result<ModelIr> DecoderArchitecture::build_graph(const HParams& hp, const ModelFile& file,
+                                                 const GraphOptions& options) const {
+  GraphBuilder g(hp, file, options);
+  g.token_embedding();
+  const AttentionBlockOptions attention{.qkv_bias = traits_.blocks.qkv_bias,
+                                        .optional_biases = traits_.blocks.optional_biases,
+                                        .qk_norm = traits_.blocks.qk_norm};
+  for (uint32_t b = 0; b < hp.n_layer; ++b) {
+    g.attention_block(b, attention);
+    g.swiglu_block(b);
+  }
+  g.output_head();
+  return g.finish();
 }
 
 }  // namespace synapse::arch

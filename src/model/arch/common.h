@@ -48,6 +48,8 @@ class DecoderArchitecture : public Architecture {
   Status write_hparams(const HParams& hp, GgufWriter& writer) const override;
   std::vector<TensorSpec> tensors(const HParams& hp) const override;
   HParams synthetic_defaults() const override;
+  Result<ModelIr> build_graph(const HParams& hp, const ModelFile& file,
+                              const GraphOptions& options) const override;
 
  private:
   DecoderTraits traits_;

@@ -4,6 +4,8 @@
 #include <array>
 
 #include "format/gguf/gguf_keys.h"
+#include "model/graph_blocks.h"
+#include "model/ir.h"
 
 namespace synapse {
 namespace {
@@ -44,6 +46,13 @@ std::string_view tensor_role_name(TensorRole role) {
 
 bool tensor_role_is_matrix(TensorRole role) {
   return role != TensorRole::kNorm && role != TensorRole::kBias;
+}
+
+Result<ModelIr> Architecture::build_graph(const HParams& /*hp*/, const ModelFile& /*file*/,
+                                          const GraphOptions& /*options*/) const {
+  return Status(ErrorCode::kUnsupported,
+                "architecture '" + std::string(name()) + "' has no forward pass in this build",
+                ErrorWhere{.key = std::string(gguf_key::kArchitecture)});
 }
 
 const Architecture* find_architecture(std::string_view name) {

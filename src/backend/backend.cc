@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backend/backend.h"
+
+namespace synapse {
+
+std::string_view backend_op_name(BackendOp op) {
+  switch (op) {
+    case BackendOp::kEmbed:
+      return "embed";
+    case BackendOp::kRmsNorm:
+      return "rms_norm";
+    case BackendOp::kMatmul:
+      return "matmul";
+    case BackendOp::kAddBias:
+      return "add_bias";
+    case BackendOp::kRope:
+      return "rope";
+    case BackendOp::kKvStore:
+      return "kv_store";
+    case BackendOp::kAttention:
+      return "attention";
+    case BackendOp::kSwiGlu:
+      return "swiglu";
+    case BackendOp::kAdd:
+      return "add";
+    case BackendOp::kCopyRows:
+      return "copy_rows";
+  }
+  return "unknown";
+}
+
+BackendBuffer& BackendBuffer::operator=(BackendBuffer&& other) noexcept {
+  if (this != &other) {
+    reset();
+    data_ = other.data_;
+    size_ = other.size_;
+    release_ = other.release_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+    other.release_ = nullptr;
+  }
+  return *this;
+}
+
+void BackendBuffer::reset() {
+  if (data_ != nullptr && release_ != nullptr) release_(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+size_t KvFormat::token_bytes() const {
+  return n_kv_heads * head_dim * (type == TensorType::kF16 ? 2 : 4);
+}
+
+}  // namespace synapse

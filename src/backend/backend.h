@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// The execution backend: what a device can run (op x dtype), its buffers, the ops a forward pass
+// is made of, and sync. The CPU backend (cpu_backend.h) runs them through the KernelTable and is
+// the reference; a GPU backend will implement the same interface. The model's IR verifier asks
+// supports() before anything runs, and the lowering asks kernel_name() to record which kernel
+// executes each op on this machine.
+//
+// Conventions: activations are F32 token rows (row r of a matrix at data + r * stride floats);
+// "rows" are the tokens of a step. Pointers are the backend's own memory (host memory for the
+// CPU backend), from allocate() or from the mapped model file for weights.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "format/tensor_type.h"
+#include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
+
+namespace synapse {
+
+// The ops a decoder's forward pass is made of.
+enum class BackendOp : uint8_t {
+  kEmbed,      // token ids -> rows of the embedding matrix (any weight type)
+  kRmsNorm,    // per row (or per head segment), times an F32 weight
+  kMatmul,     // weight matrix x activation rows (any weight type)
+  kAddBias,    // rows += an F32 vector
+  kRope,       // rotary embedding of head segments at each row's position
+  kKvStore,    // K/V rows into the paged cache
+  kAttention,  // causal attention over the paged cache
+  kSwiGlu,     // silu(gate) * up
+  kAdd,        // residual: rows += rows
+  kCopyRows,   // gather selected rows
+};
+inline constexpr size_t kBackendOpCount = 10;
+std::string_view backend_op_name(BackendOp op);
+
+// Memory owned by a backend (activations, scratch, the KV pool); freed with the object.
+class BackendBuffer {
+ public:
+  BackendBuffer() = default;
+  BackendBuffer(uint8_t* data, size_t size, void (*release)(uint8_t*, size_t))
+      : data_(data), size_(size), release_(release) {}
+  ~BackendBuffer() { reset(); }
+  BackendBuffer(BackendBuffer&& other) noexcept { *this = std::move(other); }
+  BackendBuffer& operator=(BackendBuffer&& other) noexcept;
+  BackendBuffer(const BackendBuffer&) = delete;
+  BackendBuffer& operator=(const BackendBuffer&) = delete;
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::span<uint8_t> span() const { return {data_, size_}; }
+  float* floats() const { return reinterpret_cast<float*>(data_); }
+
+ private:
+  void reset();
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  void (*release_)(uint8_t*, size_t) = nullptr;
+};
+
+// How a matrix product is computed: the activation precision and the kernel route.
+struct MatmulMode {
+  DotPath path = DotPath::kQuantized;
+  MatmulRoute route = MatmulRoute::kAuto;
+};
+
+// The rows of a step that belong to one sequence, with that sequence's KV pages for one layer.
+struct KvPageView {
+  uint8_t* const* k_pages;  // page p holds tokens [p * page_tokens, (p + 1) * page_tokens)
+  uint8_t* const* v_pages;
+  size_t n_pages;
+};
+struct SequenceRows {
+  size_t first_row;  // rows [first_row, first_row + n_rows) of the step
+  size_t n_rows;
+  size_t n_past;  // tokens cached before this step; row i sits at position n_past + i
+  KvPageView kv;  // for the layer being run
+};
+struct KvFormat {
+  size_t page_tokens;
+  size_t n_kv_heads;
+  size_t head_dim;
+  TensorType type;  // F32 or F16
+  size_t token_bytes() const;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;  // "cpu (avx512+vnni, 2 threads)"
+  // Whether `op` runs with `type`: the weight type for kEmbed/kMatmul, the cache type for
+  // kKvStore/kAttention, F32 for the others.
+  virtual bool supports(BackendOp op, TensorType type) const = 0;
+  // The kernel that runs `op` on `type` in `mode` here, for the execution plan.
+  virtual std::string kernel_name(BackendOp op, TensorType type, MatmulMode mode) const = 0;
+  // Uninitialized memory, 64-byte aligned; resource_exhausted when it cannot be had.
+  virtual Result<BackendBuffer> allocate(size_t bytes) = 0;
+  // Waits for queued work (the CPU backend runs every op synchronously).
+  virtual void sync() = 0;
+
+  // Scratch the matmul op needs for `n_rows` rows of these matrices (query before running).
+  virtual size_t matmul_scratch_bytes(std::span<const WeightMatrix> ws, size_t n_rows,
+                                      MatmulMode mode) const = 0;
+
+  virtual void embed(const WeightMatrix& table, const int32_t* ids, size_t n_rows, float* y,
+                     size_t y_stride) = 0;
+  // y = x / rms(x) * weight for every segment of `width` floats: n_segments per row.
+  virtual void rms_norm(const float* x, size_t x_stride, size_t n_rows, size_t n_segments,
+                        size_t width, const float* weight, float eps, float* y,
+                        size_t y_stride) = 0;
+  virtual void matmul(std::span<const MatmulOutput> outputs, const float* x, size_t x_stride,
+                      size_t n_rows, std::span<uint8_t> scratch, MatmulMode mode) = 0;
+  virtual void add_bias(float* y, size_t y_stride, size_t n_rows, const float* bias,
+                        size_t width) = 0;
+  // Rotates n_heads segments of head_dim floats of each row at positions[row].
+  virtual void rope(float* x, size_t x_stride, size_t n_rows, size_t n_heads, size_t head_dim,
+                    const int64_t* positions, const RopeParams& params) = 0;
+  // Row i of k/v (kv_width floats) into the cache slot of its sequence's position.
+  virtual void kv_store(const float* k, const float* v, size_t stride,
+                        std::span<const SequenceRows> sequences, const KvFormat& format) = 0;
+  // Row i attends causally to its sequence's cached tokens 0..positions[i].
+  virtual void attention(const float* q, size_t q_stride, const int64_t* positions, float* out,
+                         size_t out_stride, std::span<const SequenceRows> sequences,
+                         const KvFormat& format, const AttentionParams& params) = 0;
+  // y = silu(gate) * up, `width` floats per row.
+  virtual void swiglu(const float* gate, const float* up, size_t stride, size_t n_rows,
+                      size_t width, float* y, size_t y_stride) = 0;
+  // y += x, `width` floats per row.
+  virtual void add(const float* x, size_t x_stride, size_t n_rows, size_t width, float* y,
+                   size_t y_stride) = 0;
+  // y row j = x row rows[j].
+  virtual void copy_rows(const float* x, size_t x_stride, std::span<const uint32_t> rows,
+                         size_t width, float* y, size_t y_stride) = 0;
+};
+
+}  // namespace synapse

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backend/cpu_backend.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "tensor/half.h"
+#include "tensor/quant.h"
+
+namespace synapse {
+namespace {
+
+// Rows below which element-wise ops run on the calling thread: waking the pool costs about as
+// much as normalizing a few rows.
+constexpr size_t kInlineRows = 8;
+// Buffers from this size on are anonymous mappings: the OS commits their pages on first touch,
+// so a KV pool sized for the configured limit costs memory only as it fills.
+constexpr size_t kMapBytes = size_t{1} << 20;
+constexpr size_t kAlign = 64;
+
+void release_heap(uint8_t* p, size_t /*size*/) { std::free(p); }
+void release_map(uint8_t* p, size_t size) { ::munmap(p, size); }
+
+}  // namespace
+
+CpuBackend::CpuBackend(const KernelTable& kernels, ThreadPool& pool)
+    : kernels_(kernels),
+      pool_(pool),
+      name_("cpu (" + std::string(kernels.variant) + ", " + std::to_string(pool.size()) +
+            (pool.size() == 1 ? " thread)" : " threads)")) {}
+
+bool CpuBackend::supports(BackendOp op, TensorType type) const {
+  switch (op) {
+    case BackendOp::kEmbed:
+      return is_weight_type(type) && kernels_.weight(type).dequantize != nullptr;
+    case BackendOp::kMatmul:
+      return is_weight_type(type) && kernels_.weight(type).dot != nullptr &&
+             kernels_.weight(type).dot_f32 != nullptr;
+    case BackendOp::kKvStore:
+    case BackendOp::kAttention:
+      return type == TensorType::kF32 || type == TensorType::kF16;
+    default:
+      return type == TensorType::kF32;
+  }
+}
+
+std::string CpuBackend::kernel_name(BackendOp op, TensorType type, MatmulMode mode) const {
+  const std::string variant = kernels_.variant;
+  const std::string type_name(tensor_type_name(type));
+  switch (op) {
+    case BackendOp::kEmbed:
+      return variant + " dequantize." + type_name;
+    case BackendOp::kMatmul: {
+      const WeightKernels& wk = kernels_.weight(type);
+      const bool quantized = activation_type(type) != TensorType::kF32;
+      const bool f32_path = mode.path == DotPath::kF32 && quantized;
+      std::string name = variant + " ";
+      if (!f32_path && wk.matmul.tile != nullptr && mode.route != MatmulRoute::kStream) {
+        name += "tile." + type_name;
+      } else {
+        name += (f32_path ? "dot_f32." : "dot.") + type_name;
+      }
+      name += " x ";
+      name += f32_path || !quantized ? "F32" : std::string(tensor_type_name(activation_type(type)));
+      return name;
+    }
+    case BackendOp::kAttention:
+      return variant + " attend (" + type_name + " cache, online softmax)";
+    default:
+      return variant + " " + std::string(backend_op_name(op));
+  }
+}
+
+Result<BackendBuffer> CpuBackend::allocate(size_t bytes) {
+  const size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (size == 0) return BackendBuffer();
+  if (size >= kMapBytes) {
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      return Status(ErrorCode::kResourceExhausted,
+                    "cannot map " + std::to_string(size) + " bytes for a backend buffer");
+    }
+    return BackendBuffer(static_cast<uint8_t*>(p), size, release_map);
+  }
+  void* p = std::aligned_alloc(kAlign, size);
+  if (p == nullptr) {
+    return Status(ErrorCode::kResourceExhausted,
+                  "cannot allocate " + std::to_string(size) + " bytes for a backend buffer");
+  }
+  return BackendBuffer(static_cast<uint8_t*>(p), size, release_heap);
+}
+
+template <typename Fn>
+void CpuBackend::for_rows(size_t n_rows, Fn&& fn) {
+  if (n_rows < kInlineRows) {
+    for (size_t r = 0; r < n_rows; ++r) fn(r);
+    return;
+  }
+  pool_.parallel_for(n_rows, [&](size_t r, int /*thread*/) { fn(r); });
+}
+
+size_t CpuBackend::matmul_scratch_bytes(std::span<const WeightMatrix> ws, size_t n_rows,
+                                        MatmulMode mode) const {
+  return matmul_group_scratch_bytes(kernels_, ws, n_rows, pool_.size(), mode.path, mode.route);
+}
+
+void CpuBackend::embed(const WeightMatrix& table, const int32_t* ids, size_t n_rows, float* y,
+                       size_t y_stride) {
+  for_rows(n_rows, [&](size_t r) {
+    embedding_row(kernels_, table, static_cast<size_t>(ids[r]), y + r * y_stride);
+  });
+}
+
+void CpuBackend::rms_norm(const float* x, size_t x_stride, size_t n_rows, size_t n_segments,
+                          size_t width, const float* weight, float eps, float* y, size_t y_stride) {
+  for_rows(n_rows, [&](size_t r) {
+    for (size_t s = 0; s < n_segments; ++s) {
+      kernels_.rms_norm(x + r * x_stride + s * width, weight, width, eps,
+                        y + r * y_stride + s * width);
+    }
+  });
+}
+
+void CpuBackend::matmul(std::span<const MatmulOutput> outputs, const float* x, size_t x_stride,
+                        size_t n_rows, std::span<uint8_t> scratch, MatmulMode mode) {
+  matmul_group(kernels_, outputs, x, x_stride, n_rows, scratch, pool_, mode.path, mode.route);
+}
+
+void CpuBackend::add_bias(float* y, size_t y_stride, size_t n_rows, const float* bias,
+                          size_t width) {
+  for_rows(n_rows,
+           [&](size_t r) { kernels_.add(y + r * y_stride, bias, y + r * y_stride, width); });
+}
+
+void CpuBackend::rope(float* x, size_t x_stride, size_t n_rows, size_t n_heads, size_t head_dim,
+                      const int64_t* positions, const RopeParams& params) {
+  for_rows(n_rows, [&](size_t r) {
+    kernels_.rope(x + r * x_stride, n_heads, head_dim, positions[r], params);
+  });
+}
+
+void CpuBackend::kv_store(const float* k, const float* v, size_t stride,
+                          std::span<const SequenceRows> sequences, const KvFormat& format) {
+  const size_t width = format.n_kv_heads * format.head_dim;
+  const size_t token_bytes = format.token_bytes();
+  for (const SequenceRows& s : sequences) {
+    for (size_t i = 0; i < s.n_rows; ++i) {
+      const size_t pos = s.n_past + i;
+      const size_t slot = (pos % format.page_tokens) * token_bytes;
+      uint8_t* k_dst = s.kv.k_pages[pos / format.page_tokens] + slot;
+      uint8_t* v_dst = s.kv.v_pages[pos / format.page_tokens] + slot;
+      const float* k_src = k + (s.first_row + i) * stride;
+      const float* v_src = v + (s.first_row + i) * stride;
+      if (format.type == TensorType::kF16) {
+        auto* kh = reinterpret_cast<uint16_t*>(k_dst);
+        auto* vh = reinterpret_cast<uint16_t*>(v_dst);
+        for (size_t d = 0; d < width; ++d) {
+          kh[d] = f32_to_f16(k_src[d]);
+          vh[d] = f32_to_f16(v_src[d]);
+        }
+      } else {
+        std::memcpy(k_dst, k_src, width * sizeof(float));
+        std::memcpy(v_dst, v_src, width * sizeof(float));
+      }
+    }
+  }
+}
+
+void CpuBackend::attention(const float* q, size_t q_stride, const int64_t* positions, float* out,
+                           size_t out_stride, std::span<const SequenceRows> sequences,
+                           const KvFormat& format, const AttentionParams& params) {
+  const size_t heads = params.n_kv_heads;
+  size_t n_tasks = 0;
+  for (const SequenceRows& s : sequences) n_tasks += s.n_rows * heads;
+  auto task_fn = [&](size_t task, int /*thread*/) {
+    size_t i = 0;
+    while (task >= sequences[i].n_rows * heads) {
+      task -= sequences[i].n_rows * heads;
+      ++i;
+    }
+    const SequenceRows& s = sequences[i];
+    const KvPages kv{s.kv.k_pages, s.kv.v_pages, format.page_tokens, s.n_past + s.n_rows,
+                     format.type};
+    const AttentionBatch batch{q + s.first_row * q_stride,     q_stride,
+                               positions + s.first_row,        s.n_rows,
+                               out + s.first_row * out_stride, out_stride};
+    attend_query(kernels_, params, kv, batch, task / heads, task % heads);
+  };
+  if (n_tasks == 1) {
+    task_fn(0, 0);
+  } else {
+    pool_.parallel_for(n_tasks, task_fn);
+  }
+}
+
+void CpuBackend::swiglu(const float* gate, const float* up, size_t stride, size_t n_rows,
+                        size_t width, float* y, size_t y_stride) {
+  for_rows(n_rows, [&](size_t r) {
+    kernels_.swiglu(gate + r * stride, up + r * stride, y + r * y_stride, width);
+  });
+}
+
+void CpuBackend::add(const float* x, size_t x_stride, size_t n_rows, size_t width, float* y,
+                     size_t y_stride) {
+  for_rows(n_rows, [&](size_t r) {
+    kernels_.add(y + r * y_stride, x + r * x_stride, y + r * y_stride, width);
+  });
+}
+
+void CpuBackend::copy_rows(const float* x, size_t x_stride, std::span<const uint32_t> rows,
+                           size_t width, float* y, size_t y_stride) {
+  for (size_t j = 0; j < rows.size(); ++j) {
+    std::memcpy(y + j * y_stride, x + rows[j] * x_stride, width * sizeof(float));
+  }
+}
+
+}  // namespace synapse

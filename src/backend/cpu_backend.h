@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU backend: every op through one KernelTable (the ISA chosen at start-up, or any table a
+// test passes), split over a ThreadPool the caller owns. It is the reference backend: other
+// backends are checked against it.
+#pragma once
+
+#include <string>
+
+#include "backend/backend.h"
+#include "base/thread_pool.h"
+
+namespace synapse {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const KernelTable& kernels, ThreadPool& pool);
+
+  std::string_view name() const override { return name_; }
+  bool supports(BackendOp op, TensorType type) const override;
+  std::string kernel_name(BackendOp op, TensorType type, MatmulMode mode) const override;
+  Result<BackendBuffer> allocate(size_t bytes) override;
+  void sync() override {}
+
+  size_t matmul_scratch_bytes(std::span<const WeightMatrix> ws, size_t n_rows,
+                              MatmulMode mode) const override;
+  void embed(const WeightMatrix& table, const int32_t* ids, size_t n_rows, float* y,
+             size_t y_stride) override;
+  void rms_norm(const float* x, size_t x_stride, size_t n_rows, size_t n_segments, size_t width,
+                const float* weight, float eps, float* y, size_t y_stride) override;
+  void matmul(std::span<const MatmulOutput> outputs, const float* x, size_t x_stride, size_t n_rows,
+              std::span<uint8_t> scratch, MatmulMode mode) override;
+  void add_bias(float* y, size_t y_stride, size_t n_rows, const float* bias, size_t width) override;
+  void rope(float* x, size_t x_stride, size_t n_rows, size_t n_heads, size_t head_dim,
+            const int64_t* positions, const RopeParams& params) override;
+  void kv_store(const float* k, const float* v, size_t stride,
+                std::span<const SequenceRows> sequences, const KvFormat& format) override;
+  void attention(const float* q, size_t q_stride, const int64_t* positions, float* out,
+                 size_t out_stride, std::span<const SequenceRows> sequences, const KvFormat& format,
+                 const AttentionParams& params) override;
+  void swiglu(const float* gate, const float* up, size_t stride, size_t n_rows, size_t width,
+              float* y, size_t y_stride) override;
+  void add(const float* x, size_t x_stride, size_t n_rows, size_t width, float* y,
+           size_t y_stride) override;
+  void copy_rows(const float* x, size_t x_stride, std::span<const uint32_t> rows, size_t width,
+                 float* y, size_t y_stride) override;
+
+  const KernelTable& kernels() const { return kernels_; }
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  // fn(row) for every row: inline for a few rows (a decode step), on the pool for many.
+  template <typename Fn>
+  void for_rows(size_t n_rows, Fn&& fn);
+
+  const KernelTable& kernels_;
+  ThreadPool& pool_;
+  std::string name_;
+};
+
+}  // namespace synapse

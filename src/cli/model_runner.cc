@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/model_runner.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/cpu_info.h"
+#include "cli/cli_util.h"
+#include "kernels/kernel_selection.h"
+
+namespace synapse::cli {
+
+void add_run_options(CLI::App* cmd, RunOptions& o) {
+  cmd->add_option("-m,--model", o.model, "GGUF or package file, or a stored model's name")
+      ->required();
+  add_store_option(cmd, o.store);
+  cmd->add_option("-t,--threads", o.threads, "Threads (default: physical cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("-c,--ctx", o.n_ctx, "Context length in tokens (default: the model's, <= 4096)")
+      ->check(CLI::Range(1u, 1u << 24));
+  cmd->add_option("--activations", o.activations,
+                  "Matmul activations: quantized (fast), f32 (exact) or auto")
+      ->check(CLI::IsMember({"auto", "quantized", "f32"}))
+      ->capture_default_str();
+}
+
+Result<LoadedModel> load_model(const RunOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  LoadedModel loaded;
+  SYN_ASSIGN_OR_RETURN(loaded.resolved, resolve_model(o.model, {.store_directory = o.store}));
+  const int threads =
+      o.threads > 0 ? o.threads : std::max(1, CpuInfo::detect().physical_cores);
+  loaded.pool = std::make_unique<ThreadPool>(threads);
+  loaded.backend = std::make_unique<CpuBackend>(selected_kernels(), *loaded.pool);
+  DecoderOptions options;
+  options.n_ctx = o.n_ctx;
+  if (o.activations == "f32") options.matmul_mode.path = DotPath::kF32;
+  SYN_ASSIGN_OR_RETURN(loaded.model,
+                       DecoderModel::open(loaded.resolved.path, *loaded.backend, options));
+  loaded.load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return loaded;
+}
+
+Result<tokenizer::Tokenizer> load_tokenizer(const DecoderModel& model) {
+  return tokenizer::Tokenizer::from_gguf(model.file().metadata());
+}
+
+std::vector<int32_t> end_of_generation_tokens(const DecoderModel& model) {
+  std::vector<int32_t> ids;
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    const Result<uint32_t> id = model.file().metadata().get_u32(key);
+    if (id.ok() && *id < model.n_vocab()) ids.push_back(static_cast<int32_t>(*id));
+  }
+  return ids;
+}
+
+}  // namespace synapse::cli

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the commands that execute a model share: resolving MODEL (path, package or store name),
+// the thread pool and CPU backend, loading and verifying the decoder, and the end-of-generation
+// tokens of its vocabulary.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu_backend.h"
+#include "base/thread_pool.h"
+#include "model/decoder.h"
+#include "store/model_ref.h"
+#include "tokenizer/tokenizer.h"
+
+namespace synapse::cli {
+
+struct RunOptions {
+  std::string model;
+  std::string store;
+  int threads = 0;     // 0: physical cores
+  uint32_t n_ctx = 0;  // 0: the model's (at most 4096)
+  std::string activations = "auto";  // auto|quantized|f32: matmul activation precision
+};
+
+// -m/--model, --store, -t/--threads, --ctx, --activations.
+void add_run_options(CLI::App* cmd, RunOptions& options);
+
+struct LoadedModel {
+  ResolvedModel resolved;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<DecoderModel> model;
+  double load_ms = 0.0;
+};
+
+Result<LoadedModel> load_model(const RunOptions& options);
+Result<tokenizer::Tokenizer> load_tokenizer(const DecoderModel& model);
+// EOS, EOT and EOM ids named by the file's metadata.
+std::vector<int32_t> end_of_generation_tokens(const DecoderModel& model);
+
+}  // namespace synapse::cli

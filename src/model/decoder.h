@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// A loaded decoder model (llama, qwen2, qwen3, ...): the file, its hyper-parameters, its verified
+// IR and the execution plan for one backend, and the forward pass that runs the plan over a batch
+// of token rows from one or more sequences. Loading checks every expected tensor and verifies the
+// IR, so an unsupported model fails before any token runs.
+//
+// The model does not own KV memory: the runtime's paged cache passes each sequence's page tables
+// per layer. Activation buffers are the model's own, grown to the largest batch seen (no
+// allocation in a steady decode loop). One forward at a time (the executor thread).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "format/model_file.h"
+#include "model/arch/architecture.h"
+#include "model/ir.h"
+#include "model/plan.h"
+
+namespace synapse {
+
+struct DecoderOptions {
+  uint32_t n_ctx = 0;  // tokens per sequence; 0: the model's training context, at most 4096
+  TensorType kv_type = TensorType::kF32;
+  MatmulMode matmul_mode;  // quantized activations by default
+};
+
+// The rows [first_row, first_row + n_rows) of a step belong to one sequence with n_past tokens
+// cached before it; `layers` holds that sequence's KV pages for each of the n_layer layers.
+struct ForwardSequence {
+  size_t first_row = 0;
+  size_t n_rows = 0;
+  size_t n_past = 0;
+  const KvPageView* layers = nullptr;
+};
+
+struct ForwardBatch {
+  std::span<const int32_t> tokens;
+  std::span<const ForwardSequence> sequences;  // cover the rows, in row order
+  std::span<const uint32_t> output_rows;       // rows whose logits are wanted, increasing
+  float* logits = nullptr;                     // output_rows.size() rows of n_vocab floats
+  size_t page_tokens = 0;                      // tokens per KV page
+};
+
+class DecoderModel {
+ public:
+  // Opens the file, reads the hyper-parameters, checks the tensors, builds and verifies the IR.
+  static Result<std::unique_ptr<DecoderModel>> open(const std::string& path, Backend& backend,
+                                                    const DecoderOptions& options = {});
+  static Result<std::unique_ptr<DecoderModel>> load(std::unique_ptr<ModelFile> file,
+                                                    Backend& backend,
+                                                    const DecoderOptions& options = {});
+
+  const HParams& hparams() const { return ir_.hp; }
+  const ModelIr& ir() const { return ir_; }
+  const ExecutionPlan& plan() const { return plan_; }
+  const ModelFile& file() const { return *file_; }
+  Backend& backend() const { return backend_; }
+  uint32_t n_ctx() const { return ir_.n_ctx; }
+  uint32_t n_vocab() const { return ir_.hp.n_vocab; }
+  uint32_t n_layer() const { return ir_.hp.n_layer; }
+  KvFormat kv_format(size_t page_tokens) const;
+  // Bytes of matrix weights read by one decode step (every matrix once; the embedding row aside).
+  uint64_t weight_bytes_per_token() const;
+
+  Status forward(const ForwardBatch& batch);
+
+ private:
+  DecoderModel(std::unique_ptr<ModelFile> file, Backend& backend, ModelIr ir, ExecutionPlan plan)
+      : file_(std::move(file)), backend_(backend), ir_(std::move(ir)), plan_(std::move(plan)) {}
+  Status ensure_buffers(size_t n_rows, size_t n_out);
+  Status validate(const ForwardBatch& batch) const;
+  float* value(IrValue v) { return values_[static_cast<size_t>(v)]; }
+
+  std::unique_ptr<ModelFile> file_;
+  Backend& backend_;
+  ModelIr ir_;
+  ExecutionPlan plan_;
+
+  // Activations: one buffer per IR value, sized for rows_capacity_ (out_capacity_ for the
+  // output-row values).
+  size_t rows_capacity_ = 0;
+  size_t out_capacity_ = 0;
+  std::vector<BackendBuffer> buffers_;
+  std::array<float*, kIrValueCount> values_{};
+  BackendBuffer scratch_;
+  std::vector<int64_t> positions_;
+  std::vector<SequenceRows> sequence_rows_;
+};
+
+}  // namespace synapse

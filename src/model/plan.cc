@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "model/plan.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "tensor/quant.h"
+
+namespace synapse {
+namespace {
+
+BackendOp backend_op_of(IrOpKind kind) {
+  switch (kind) {
+    case IrOpKind::kEmbed: return BackendOp::kEmbed;
+    case IrOpKind::kRmsNorm: return BackendOp::kRmsNorm;
+    case IrOpKind::kMatmul: return BackendOp::kMatmul;
+    case IrOpKind::kAddBias: return BackendOp::kAddBias;
+    case IrOpKind::kRope: return BackendOp::kRope;
+    case IrOpKind::kKvStore: return BackendOp::kKvStore;
+    case IrOpKind::kAttention: return BackendOp::kAttention;
+    case IrOpKind::kSwiGlu: return BackendOp::kSwiGlu;
+    case IrOpKind::kAddResidual: return BackendOp::kAdd;
+    case IrOpKind::kSelectRows: return BackendOp::kCopyRows;
+  }
+  return BackendOp::kAdd;
+}
+
+std::string where(const IrRegion& region, const IrOp& op) {
+  return region.name() + " / " + std::string(ir_op_name(op.kind)) + " '" + op.label + "'";
+}
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+uint64_t elements(const std::vector<uint64_t>& shape) {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  return n;
+}
+
+bool vector_type_ok(TensorType t) {
+  return t == TensorType::kF32 || t == TensorType::kF16 || t == TensorType::kBF16;
+}
+
+Status geometry_error(const std::string& key, const std::string& message) {
+  return Status(ErrorCode::kBadValue, "model geometry: " + message, ErrorWhere{.key = key});
+}
+
+Status verify_geometry(const ModelIr& ir) {
+  const HParams& hp = ir.hp;
+  if (hp.n_layer == 0) return geometry_error("block_count", "no blocks");
+  if (hp.n_head == 0 || hp.n_head_kv == 0) {
+    return geometry_error("attention.head_count", "zero attention heads");
+  }
+  if (hp.n_head % hp.n_head_kv != 0) {
+    return geometry_error("attention.head_count_kv",
+                          std::to_string(hp.n_head_kv) + " KV heads do not divide " +
+                              std::to_string(hp.n_head) + " query heads");
+  }
+  if (!hp.head_dim_explicit && hp.n_embd % hp.n_head != 0) {
+    return geometry_error("attention.head_count",
+                          std::to_string(hp.n_head) + " heads do not divide the embedding " +
+                              std::to_string(hp.n_embd));
+  }
+  if (hp.head_dim_k == 0 || hp.head_dim_k != hp.head_dim_v) {
+    return geometry_error("attention.value_length",
+                          "key length " + std::to_string(hp.head_dim_k) + " and value length " +
+                              std::to_string(hp.head_dim_v) + " must be equal and non-zero");
+  }
+  if (hp.n_rot % 2 != 0 || hp.n_rot > hp.head_dim_k) {
+    return geometry_error("rope.dimension_count",
+                          "rotary dimensions " + std::to_string(hp.n_rot) +
+                              " must be even and at most the head size " +
+                              std::to_string(hp.head_dim_k));
+  }
+  if (!(hp.rope_freq_base > 0.0f)) return geometry_error("rope.freq_base", "must be positive");
+  if (hp.rope_scaling != RopeScaling::kNone && !(hp.rope_scaling_factor > 0.0f)) {
+    return geometry_error("rope.scaling.factor", "must be positive");
+  }
+  if (ir.n_ctx == 0) return geometry_error("context_length", "context of zero tokens");
+  if (hp.n_ctx_train != 0 && ir.n_ctx > hp.n_ctx_train) {
+    return geometry_error("context_length", "context " + std::to_string(ir.n_ctx) +
+                                                " exceeds the model's " +
+                                                std::to_string(hp.n_ctx_train) + " tokens");
+  }
+  return ok_status();
+}
+
+Status verify_slice(const ModelIr& ir, const IrRegion& region, const IrOp& op, IrSlice s) {
+  if (s.width == 0 && op.kind != IrOpKind::kEmbed) return ok_status();
+  if (uint64_t{s.offset} + s.width > ir.width(s.value)) {
+    return Status(ErrorCode::kBadShape, where(region, op) + ": columns [" +
+                                            std::to_string(s.offset) + ", " +
+                                            std::to_string(s.offset + s.width) + ") outside " +
+                                            std::string(ir_value_name(s.value)) + " of width " +
+                                            std::to_string(ir.width(s.value)));
+  }
+  return ok_status();
+}
+
+Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, const Backend& be) {
+  SYN_RETURN_IF_ERROR(verify_slice(ir, region, op, op.input));
+  SYN_RETURN_IF_ERROR(verify_slice(ir, region, op, op.output));
+  for (const IrWeight& w : op.weights) {
+    if (w.view == nullptr) {
+      return Status(ErrorCode::kMissingTensor,
+                    where(region, op) + ": tensor '" + w.name + "' is missing from the file",
+                    ErrorWhere{.tensor = w.name});
+    }
+  }
+  const auto bad_shape = [&](const IrWeight& w, const std::string& expected) {
+    return Status(ErrorCode::kBadShape,
+                  where(region, op) + ": tensor '" + w.name + "' has shape " +
+                      shape_text(w.shape) + ", expected " + expected,
+                  ErrorWhere{.tensor = w.name});
+  };
+  const auto unsupported = [&](BackendOp bop, TensorType type, const std::string& tensor) {
+    return Status(ErrorCode::kUnsupported,
+                  where(region, op) + ": backend " + std::string(be.name()) + " cannot run " +
+                      std::string(backend_op_name(bop)) + " on " +
+                      std::string(tensor_type_name(type)) +
+                      (tensor.empty() ? "" : " (tensor '" + tensor + "')"),
+                  ErrorWhere{.tensor = tensor});
+  };
+  const BackendOp bop = backend_op_of(op.kind);
+  switch (op.kind) {
+    case IrOpKind::kEmbed: {
+      const IrWeight& w = op.weights.at(0);
+      if (w.shape.size() != 2 || w.shape[0] != op.output.width || w.shape[1] != ir.hp.n_vocab) {
+        return bad_shape(w, "[" + std::to_string(op.output.width) + ", " +
+                                std::to_string(ir.hp.n_vocab) + "]");
+      }
+      if (!be.supports(bop, w.type)) return unsupported(bop, w.type, w.name);
+      return ok_status();
+    }
+    case IrOpKind::kMatmul: {
+      uint64_t rows = 0;
+      for (const IrWeight& w : op.weights) {
+        if (w.shape.size() != 2 || w.shape[0] != op.input.width) {
+          return bad_shape(w, "[" + std::to_string(op.input.width) + ", *]");
+        }
+        if (!be.supports(bop, w.type)) return unsupported(bop, w.type, w.name);
+        if (w.shape[0] % block_elements(w.type) != 0) {
+          return bad_shape(w, "rows a multiple of " + std::to_string(block_elements(w.type)));
+        }
+        rows += w.shape[1];
+      }
+      if (rows != op.output.width || op.weights.size() > kMaxMatmulGroup) {
+        return Status(ErrorCode::kBadShape, where(region, op) + ": matrices give " +
+                                                std::to_string(rows) + " outputs, expected " +
+                                                std::to_string(op.output.width));
+      }
+      return ok_status();
+    }
+    case IrOpKind::kRmsNorm:
+    case IrOpKind::kAddBias:
+    case IrOpKind::kRope: {
+      uint64_t expected = 0;
+      if (op.kind == IrOpKind::kRmsNorm) {
+        if (op.n_segments == 0 || op.input.width % op.n_segments != 0) {
+          return Status(ErrorCode::kBadShape, where(region, op) + ": bad segment count");
+        }
+        expected = op.input.width / op.n_segments;
+      } else if (op.kind == IrOpKind::kAddBias) {
+        expected = op.output.width;
+      } else {
+        expected = ir.hp.n_rot / 2;
+      }
+      for (const IrWeight& w : op.weights) {
+        if (elements(w.shape) != expected) {
+          return bad_shape(w, "[" + std::to_string(expected) + "]");
+        }
+        if (!vector_type_ok(w.type)) return unsupported(bop, w.type, w.name);
+      }
+      if (!be.supports(bop, TensorType::kF32)) return unsupported(bop, TensorType::kF32, "");
+      return ok_status();
+    }
+    case IrOpKind::kKvStore:
+    case IrOpKind::kAttention:
+      if (!be.supports(bop, ir.kv_type)) return unsupported(bop, ir.kv_type, "");
+      return ok_status();
+    default:
+      if (!be.supports(bop, TensorType::kF32)) return unsupported(bop, TensorType::kF32, "");
+      return ok_status();
+  }
+}
+
+// An F32 pointer to a vector weight: the mapping itself when it is F32 and aligned, otherwise a
+// converted copy owned by the plan.
+const float* vector_f32(const TensorView& view, ExecutionPlan& plan) {
+  if (view.type == TensorType::kF32 &&
+      reinterpret_cast<uintptr_t>(view.data.data()) % alignof(float) == 0) {
+    return reinterpret_cast<const float*>(view.data.data());
+  }
+  const size_t n = view.element_count();
+  auto copy = std::make_unique<float[]>(n);
+  if (view.type == TensorType::kF32) {
+    std::memcpy(copy.get(), view.data.data(), n * sizeof(float));
+  } else {
+    dequantize_row(view.type, view.data, std::span<float>(copy.get(), n));
+  }
+  plan.converted_vectors.push_back(std::move(copy));
+  return plan.converted_vectors.back().get();
+}
+
+}  // namespace
+
+Status verify_ir(const ModelIr& ir, const Backend& backend, MatmulMode /*mode*/) {
+  SYN_RETURN_IF_ERROR(verify_geometry(ir));
+  for (const IrRegion& region : ir.regions) {
+    for (const IrOp& op : region.ops) SYN_RETURN_IF_ERROR(verify_op(ir, region, op, backend));
+  }
+  return ok_status();
+}
+
+Result<ExecutionPlan> lower_ir(const ModelIr& ir, const Backend& backend, MatmulMode mode) {
+  SYN_RETURN_IF_ERROR(verify_ir(ir, backend, mode));
+  ExecutionPlan plan;
+  plan.matmul_mode = mode;
+  plan.backend_name = std::string(backend.name());
+  for (const IrRegion& region : ir.regions) {
+    PlanRegion pr;
+    pr.name = region.name();
+    for (const IrOp& op : region.ops) {
+      PlanOp p;
+      p.op = op;
+      p.backend_op = backend_op_of(op.kind);
+      TensorType type = TensorType::kF32;
+      if (op.kind == IrOpKind::kEmbed || op.kind == IrOpKind::kMatmul) {
+        for (const IrWeight& w : op.weights) {
+          const TensorView& v = *w.view;
+          p.matrices.push_back(WeightMatrix{v.type, v.data.data(), row_bytes(v.type, v.dims[0]),
+                                            static_cast<size_t>(v.rows()),
+                                            static_cast<size_t>(v.dims[0])});
+        }
+        type = op.weights.front().type;
+      } else if (!op.weights.empty()) {
+        p.vector = vector_f32(*op.weights.front().view, plan);
+      }
+      if (op.kind == IrOpKind::kKvStore || op.kind == IrOpKind::kAttention) type = ir.kv_type;
+      p.kernel = backend.kernel_name(p.backend_op, type, mode);
+      if (op.kind == IrOpKind::kMatmul && op.weights.size() > 1) {
+        // Mixed types in one group (Q4_K_M mixes): name each matrix's kernel.
+        for (size_t i = 1; i < op.weights.size(); ++i) {
+          if (op.weights[i].type != type) {
+            p.kernel += "; " + backend.kernel_name(p.backend_op, op.weights[i].type, mode);
+          }
+        }
+      }
+      pr.ops.push_back(std::move(p));
+    }
+    plan.regions.push_back(std::move(pr));
+  }
+  return plan;
+}
+
+std::string format_plan(const ModelIr& ir, const ExecutionPlan& plan) {
+  std::ostringstream out;
+  const HParams& hp = ir.hp;
+  out << "model IR: " << hp.arch << ", " << hp.n_layer << " blocks, embedding " << hp.n_embd
+      << ", " << hp.n_head << " heads / " << hp.n_head_kv << " KV heads of " << hp.head_dim_k
+      << ", feed-forward " << hp.n_ff << ", vocabulary " << hp.n_vocab << "\n";
+  out << "context " << ir.n_ctx << " tokens, KV cache " << tensor_type_name(ir.kv_type)
+      << ", backend " << plan.backend_name << ", matmul activations "
+      << (plan.matmul_mode.path == DotPath::kF32 ? "F32" : "quantized") << "\n";
+  const auto slice = [&](IrSlice s) {
+    std::string t = std::string(ir_value_name(s.value));
+    if (s.offset != 0 || s.width != ir.width(s.value)) {
+      t += "[" + std::to_string(s.offset) + ":" + std::to_string(s.offset + s.width) + "]";
+    }
+    return t;
+  };
+  for (const PlanRegion& r : plan.regions) {
+    out << r.name << "\n";
+    for (const PlanOp& p : r.ops) {
+      const IrOp& op = p.op;
+      out << "  " << ir_op_name(op.kind) << " '" << op.label << "'";
+      if (op.rows == RowSpace::kOutput) out << " (output rows)";
+      out << ": ";
+      if (op.kind != IrOpKind::kEmbed) out << slice(op.input) << " -> ";
+      out << (op.kind == IrOpKind::kKvStore ? std::string("cache layer ") + std::to_string(op.layer)
+                                            : slice(op.output));
+      for (const IrWeight& w : op.weights) {
+        out << "; " << w.name << " " << tensor_type_name(w.type) << " " << shape_text(w.shape);
+      }
+      out << "\n      kernel: " << p.kernel << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace synapse

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// Verification and lowering of the Model IR for one backend. verify_ir() runs before any token:
+// every weight present with the shape its op needs, every (op, type) supported by the backend,
+// head and RoPE geometry and the context valid; an error names the region, the op and the tensor.
+// lower_ir() then resolves each op's weights to kernel-ready pointers and records the kernel
+// that runs it on this machine (what `synapse inspect --ir` prints).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/ir.h"
+
+namespace synapse {
+
+struct PlanOp {
+  IrOp op;                                // what to compute (copied from the IR)
+  BackendOp backend_op = BackendOp::kAdd;
+  std::string kernel;                     // the kernel that runs it here
+  std::vector<WeightMatrix> matrices;     // kEmbed, kMatmul: in the IR's weight order
+  const float* vector = nullptr;          // kRmsNorm weight, kAddBias bias, kRope freq factors
+};
+
+struct PlanRegion {
+  std::string name;
+  std::vector<PlanOp> ops;
+};
+
+struct ExecutionPlan {
+  MatmulMode matmul_mode;
+  std::string backend_name;
+  std::vector<PlanRegion> regions;
+  // F32 copies of vectors stored in another type (F16 norms): converted once, at load.
+  std::vector<std::unique_ptr<float[]>> converted_vectors;
+};
+
+Status verify_ir(const ModelIr& ir, const Backend& backend, MatmulMode mode);
+// Requires a verified IR; the plan points into the model file's mapping.
+Result<ExecutionPlan> lower_ir(const ModelIr& ir, const Backend& backend, MatmulMode mode);
+// Human-readable regions, ops, shapes, dtypes and kernels.
+std::string format_plan(const ModelIr& ir, const ExecutionPlan& plan);
+
+}  // namespace synapse

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/engine.h"
+
+#include <algorithm>
+
+namespace synapse {
+
+Engine::Engine(DecoderModel& model, const EngineConfig& config)
+    : model_(model),
+      config_(config),
+      cache_(model.backend(), model.kv_format(config.kv.page_tokens), model.n_layer(),
+             model.n_ctx(), config.kv) {
+  if (config_.max_batch_tokens == 0) config_.max_batch_tokens = 1;
+}
+
+Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
+  const size_t n_vocab = model_.n_vocab();
+  // Validate all inputs before changing anything.
+  size_t out_rows = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const StepInput& in = inputs[i];
+    if (!cache_.contains(in.sequence)) {
+      return Status(ErrorCode::kNotFound, "no sequence " + std::to_string(in.sequence),
+                    ErrorWhere{.field = "sequence"});
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (inputs[j].sequence == in.sequence) {
+        return Status(ErrorCode::kInvalidArgument,
+                      "sequence " + std::to_string(in.sequence) + " appears twice in one step",
+                      ErrorWhere{.field = "sequence"});
+      }
+    }
+    for (int32_t t : in.tokens) {
+      if (t < 0 || static_cast<uint32_t>(t) >= n_vocab) {
+        return Status(ErrorCode::kInvalidArgument,
+                      "token id " + std::to_string(t) + " is outside the vocabulary of " +
+                          std::to_string(n_vocab),
+                      ErrorWhere{.field = "tokens"});
+      }
+    }
+    if (cache_.n_tokens(in.sequence) + in.tokens.size() > cache_.n_ctx()) {
+      return Status(ErrorCode::kLimitExceeded,
+                    "context overflow: sequence " + std::to_string(in.sequence) + " would hold " +
+                        std::to_string(cache_.n_tokens(in.sequence) + in.tokens.size()) +
+                        " tokens, the context is " + std::to_string(cache_.n_ctx()),
+                    ErrorWhere{.field = "context"});
+    }
+    if (in.logits != LogitsWanted::kNone && in.tokens.empty()) {
+      return Status(ErrorCode::kInvalidArgument, "logits asked for an input without tokens",
+                    ErrorWhere{.field = "tokens"});
+    }
+    out_rows += in.logits == LogitsWanted::kAll    ? in.tokens.size()
+                : in.logits == LogitsWanted::kLast ? 1
+                                                   : 0;
+  }
+  for (const StepInput& in : inputs) {
+    SYN_RETURN_IF_ERROR(cache_.reserve(in.sequence, in.tokens.size()));
+  }
+  out.n_vocab = n_vocab;
+  out.logits.resize(out_rows * n_vocab);
+  out.first_row.assign(inputs.size(), 0);
+  out.n_rows.assign(inputs.size(), 0);
+
+  // Forward passes of up to max_batch_tokens rows, filled in input order: the logits rows come
+  // out in input order, token order within an input.
+  size_t input = 0, offset = 0, written_rows = 0;
+  while (input < inputs.size()) {
+    tokens_.clear();
+    sequences_.clear();
+    sequence_ids_.clear();
+    output_rows_.clear();
+    const size_t first_written = written_rows;
+    while (input < inputs.size() && tokens_.size() < config_.max_batch_tokens) {
+      const StepInput& in = inputs[input];
+      if (offset == 0) out.first_row[input] = written_rows;
+      const size_t take = std::min(in.tokens.size() - offset,
+                                   config_.max_batch_tokens - tokens_.size());
+      if (take > 0) {
+        const size_t first_row = tokens_.size();
+        const std::span<const int32_t> piece = in.tokens.subspan(offset, take);
+        tokens_.insert(tokens_.end(), piece.begin(), piece.end());
+        sequences_.push_back(ForwardSequence{first_row, take, cache_.n_tokens(in.sequence),
+                                             cache_.layer_views(in.sequence)});
+        sequence_ids_.push_back(in.sequence);
+        for (size_t r = 0; r < take; ++r) {
+          const bool last = offset + r + 1 == in.tokens.size();
+          if (in.logits == LogitsWanted::kAll || (in.logits == LogitsWanted::kLast && last)) {
+            output_rows_.push_back(static_cast<uint32_t>(first_row + r));
+            ++out.n_rows[input];
+            ++written_rows;
+          }
+        }
+      }
+      offset += take;
+      if (offset == in.tokens.size()) {
+        ++input;
+        offset = 0;
+      }
+    }
+    if (tokens_.empty()) continue;
+    ForwardBatch batch;
+    batch.tokens = tokens_;
+    batch.sequences = sequences_;
+    batch.output_rows = output_rows_;
+    batch.logits = out.logits.data() + first_written * n_vocab;
+    batch.page_tokens = cache_.page_tokens();
+    SYN_RETURN_IF_ERROR(model_.forward(batch));
+    for (size_t s = 0; s < sequences_.size(); ++s) {
+      cache_.commit(sequence_ids_[s], sequences_[s].n_rows);
+    }
+  }
+  return ok_status();
+}
+
+Result<std::span<const float>> Session::append(std::span<const int32_t> tokens) {
+  const StepInput in{seq_, tokens, LogitsWanted::kLast};
+  SYN_RETURN_IF_ERROR(engine_.step(std::span(&in, 1), out_));
+  return out_.last(0);
+}
+
+Result<std::span<const float>> Session::append_all(std::span<const int32_t> tokens) {
+  const StepInput in{seq_, tokens, LogitsWanted::kAll};
+  SYN_RETURN_IF_ERROR(engine_.step(std::span(&in, 1), out_));
+  return std::span<const float>(out_.logits);
+}
+
+int32_t greedy_token(std::span<const float> logits) {
+  size_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[best]) best = i;
+  }
+  return static_cast<int32_t>(best);
+}
+
+}  // namespace synapse

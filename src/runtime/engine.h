@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// The batched step API that the service's continuous batching calls: one step runs a batch of
+// {sequence, new token ids, which logits are wanted} through forward passes of at most
+// `max_batch_tokens` rows (long prompts are prefilled in chunks), and returns the logits rows in
+// input order. Sequences live in the paged KV cache (kv_cache.h); fork() shares a prefix.
+// Session wraps one sequence for single-stream use (CLI generate, tests).
+//
+// Threading: an Engine is driven by one executor thread; intra-op parallelism is the backend's
+// ThreadPool. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/decoder.h"
+#include "runtime/kv_cache.h"
+
+namespace synapse {
+
+enum class LogitsWanted : uint8_t { kNone, kLast, kAll };
+
+struct StepInput {
+  SeqId sequence = 0;
+  std::span<const int32_t> tokens;
+  LogitsWanted logits = LogitsWanted::kLast;
+};
+
+// Logits of a step: rows of n_vocab floats; input i owns rows [first_row[i], first_row[i] +
+// n_rows[i]) (n_rows 0 for kNone, 1 for kLast, its token count for kAll).
+struct StepOutput {
+  size_t n_vocab = 0;
+  std::vector<float> logits;
+  std::vector<size_t> first_row;
+  std::vector<size_t> n_rows;
+  std::span<const float> row(size_t r) const {
+    return {logits.data() + r * n_vocab, n_vocab};
+  }
+  // The last logits row of input i (it must have asked for logits).
+  std::span<const float> last(size_t i) const { return row(first_row[i] + n_rows[i] - 1); }
+};
+
+struct EngineConfig {
+  size_t max_batch_tokens = 512;  // rows per forward pass (prefill chunk size)
+  KvCacheConfig kv;
+};
+
+class Engine {
+ public:
+  Engine(DecoderModel& model, const EngineConfig& config = {});
+
+  SeqId new_sequence() { return cache_.create(); }
+  Result<SeqId> fork(SeqId source) { return cache_.fork(source); }
+  Status release(SeqId seq) { return cache_.release(seq); }
+  size_t n_tokens(SeqId seq) const { return cache_.n_tokens(seq); }
+  void truncate(SeqId seq, size_t n) { cache_.truncate(seq, n); }
+
+  // Runs the inputs (distinct sequences). Validates everything (sequences exist, token ids in
+  // the vocabulary, context) and reserves KV pages before any forward pass runs; a sequence is
+  // only advanced by the tokens that ran.
+  Status step(std::span<const StepInput> inputs, StepOutput& out);
+
+  DecoderModel& model() { return model_; }
+  const KvCache& cache() const { return cache_; }
+  size_t max_batch_tokens() const { return config_.max_batch_tokens; }
+
+ private:
+  DecoderModel& model_;
+  EngineConfig config_;
+  KvCache cache_;
+  // Reused between steps.
+  std::vector<int32_t> tokens_;
+  std::vector<ForwardSequence> sequences_;
+  std::vector<SeqId> sequence_ids_;
+  std::vector<uint32_t> output_rows_;
+};
+
+// One sequence on an Engine: prefill a prompt, then decode token by token.
+class Session {
+ public:
+  explicit Session(Engine& engine) : engine_(engine), seq_(engine.new_sequence()) {}
+  ~Session() { (void)engine_.release(seq_); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Appends tokens; returns the logits after the last one (n_vocab floats, valid until the
+  // next call).
+  Result<std::span<const float>> append(std::span<const int32_t> tokens);
+  // Appends tokens and returns the logits of every one of them ([n][n_vocab]).
+  Result<std::span<const float>> append_all(std::span<const int32_t> tokens);
+  size_t n_tokens() const { return engine_.n_tokens(seq_); }
+  SeqId sequence() const { return seq_; }
+
+ private:
+  Engine& engine_;
+  SeqId seq_;
+  StepOutput out_;
+};
+
+// Greedy choice: the highest logit, ties to the lowest id (as llama.cpp).
+int32_t greedy_token(std::span<const float> logits);
+
+}  // namespace synapse
