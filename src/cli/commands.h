@@ -19,6 +19,7 @@ void add_embed_command(CLI::App& app, int& exit_code);
 void add_rerank_command(CLI::App& app, int& exit_code);
 void add_logits_command(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
+void add_serve_command(CLI::App& app, int& exit_code);
 
 // "synapse 0.1.0 (commit ..., compiler ..., build ...)\ncpu: ..."
 std::string version_text();

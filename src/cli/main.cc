@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   add_rerank_command(app, exit_code);
   add_logits_command(app, exit_code);
   add_generate_command(app, exit_code);
+  add_serve_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

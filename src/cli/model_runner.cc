@@ -24,15 +24,14 @@ void add_run_options(CLI::App* cmd, RunOptions& o) {
       ->capture_default_str();
 }
 
-Result<LoadedModel> load_model(const RunOptions& o) {
+Result<LoadedModel> load_model(const RunOptions& o, DecoderOptions base) {
   const auto start = std::chrono::steady_clock::now();
   LoadedModel loaded;
   SYN_ASSIGN_OR_RETURN(loaded.resolved, resolve_model(o.model, {.store_directory = o.store}));
-  const int threads =
-      o.threads > 0 ? o.threads : std::max(1, CpuInfo::detect().physical_cores);
+  const int threads = o.threads > 0 ? o.threads : std::max(1, CpuInfo::detect().physical_cores);
   loaded.pool = std::make_unique<ThreadPool>(threads);
   loaded.backend = std::make_unique<CpuBackend>(selected_kernels(), *loaded.pool);
-  DecoderOptions options;
+  DecoderOptions options = std::move(base);
   options.n_ctx = o.n_ctx;
   if (o.activations == "f32") options.matmul_mode.path = DotPath::kF32;
   SYN_ASSIGN_OR_RETURN(loaded.model,
