@@ -14,7 +14,7 @@ packages=(
   libpcre2-dev libutf8proc-dev           # tokenizer: pre-tokenizer regexes, Unicode data
   libcpp-httplib-dev                     # server: HTTP (brings OpenSSL, zlib, brotli headers)
   clang-format clang-tidy
-  nodejs npm curl                        # serve e2e tests: the OpenAI SDK for Node, raw HTTP
+  curl                                   # serve e2e tests: raw HTTP
 )
 
 missing=()
@@ -23,6 +23,11 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# serve e2e tests: the OpenAI SDK for Node. Any node/npm on the PATH will do (a NodeSource
+# build brings its own npm, which Debian's npm package would conflict with).
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2
   sudo=""
