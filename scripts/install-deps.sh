@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Synapse builds and tests with, skipping those already present.
-# Runs apt-get only when something is missing (as root, or through sudo).
+# Runs apt-get only when something is missing (as root, or through sudo). Then installs the
+# official OpenAI SDK for Node (npm package `openai`) into build/npm, for the serve e2e tests
+# (a client no one here wrote); skipped when present, or with SYNAPSE_SKIP_NPM=1.
 set -euo pipefail
 
 packages=(
@@ -12,6 +14,7 @@ packages=(
   libpcre2-dev libutf8proc-dev           # tokenizer: pre-tokenizer regexes, Unicode data
   libcpp-httplib-dev                     # server: HTTP (brings OpenSSL, zlib, brotli headers)
   clang-format clang-tidy
+  curl                                   # serve e2e tests: raw HTTP
 )
 
 missing=()
@@ -20,11 +23,23 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# serve e2e tests: the OpenAI SDK for Node. Any node/npm on the PATH will do (a NodeSource
+# build brings its own npm, which Debian's npm package would conflict with).
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 
-echo "installing: ${missing[*]}" >&2
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+npm_dir="$(cd "$(dirname "$0")/.." && pwd)/build/npm"
+if [ "${SYNAPSE_SKIP_NPM:-0}" != 1 ] && [ ! -f "$npm_dir/node_modules/openai/package.json" ]; then
+  echo "installing the npm package openai into $npm_dir" >&2
+  mkdir -p "$npm_dir"
+  npm install --prefix "$npm_dir" --no-audit --no-fund --silent openai >&2
+fi

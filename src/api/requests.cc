@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "api/requests.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -245,7 +246,8 @@ Status parse_logit_bias(const Json& body, const RequestLimits& limits,
 
 // Fields shared by both endpoints.
 Status parse_common(const Json& body, const RequestLimits& limits, std::string& model,
-                    SamplingParams& s, StreamParams& stream, std::string& user) {
+                    SamplingParams& s, StreamParams& stream, std::string& user,
+                    std::string& priority) {
   SYN_ASSIGN_OR_RETURN(const auto model_name, get_string(body, "model"));
   if (model_name) {
     SYN_RETURN_IF_ERROR(check_text("model", *model_name));
@@ -283,6 +285,14 @@ Status parse_common(const Json& body, const RequestLimits& limits, std::string& 
   }
   SYN_ASSIGN_OR_RETURN(const auto user_name, get_string(body, "user"));
   if (user_name) user = *user_name;
+  SYN_ASSIGN_OR_RETURN(const auto priority_name, get_string(body, "priority"));
+  if (priority_name) {
+    if (std::find(std::begin(kPriorityNames), std::end(kPriorityNames), *priority_name) ==
+        std::end(kPriorityNames)) {
+      return bad_value("priority", "must be 'interactive', 'batch' or 'background'");
+    }
+    priority = *priority_name;
+  }
   if (const Json* format = field(body, "response_format")) {
     if (!format->is_object()) return wrong_type("response_format", "an object", *format);
     SYN_ASSIGN_OR_RETURN(const auto type, get_string(*format, "type", "response_format"));
@@ -406,7 +416,8 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
                                                    const RequestLimits& limits) {
   SYN_ASSIGN_OR_RETURN(const Json json, parse_body(body, limits));
   CompletionRequest r;
-  SYN_RETURN_IF_ERROR(parse_common(json, limits, r.model, r.sampling, r.stream, r.user));
+  SYN_RETURN_IF_ERROR(
+      parse_common(json, limits, r.model, r.sampling, r.stream, r.user, r.priority));
   SYN_ASSIGN_OR_RETURN(r.sampling.max_tokens, get_int(json, "max_tokens", 0, 1 << 24));
   const Json* prompt = field(json, "prompt");
   if (prompt == nullptr) {
@@ -456,7 +467,8 @@ Result<ChatCompletionRequest> parse_chat_completion_request(std::string_view bod
                                                             const RequestLimits& limits) {
   SYN_ASSIGN_OR_RETURN(const Json json, parse_body(body, limits));
   ChatCompletionRequest r;
-  SYN_RETURN_IF_ERROR(parse_common(json, limits, r.model, r.sampling, r.stream, r.user));
+  SYN_RETURN_IF_ERROR(
+      parse_common(json, limits, r.model, r.sampling, r.stream, r.user, r.priority));
   SYN_ASSIGN_OR_RETURN(r.sampling.max_tokens, get_int(json, "max_tokens", 1, 1 << 24));
   SYN_ASSIGN_OR_RETURN(const auto max_completion,
                        get_int(json, "max_completion_tokens", 1, 1 << 24));

@@ -50,6 +50,10 @@ struct StreamParams {
   bool include_usage = false;  // stream_options.include_usage
 };
 
+// Synapse's extension field "priority": the scheduling class, "interactive", "batch" or
+// "background" (empty when the body has none; the server then looks at X-Synapse-Class).
+inline constexpr const char* kPriorityNames[] = {"interactive", "batch", "background"};
+
 struct CompletionRequest {
   std::string model;  // empty: the served model
   // Exactly one prompt: text, or token ids (prompt as [ids] or [[ids]]).
@@ -60,6 +64,7 @@ struct CompletionRequest {
   bool echo = false;
   std::optional<int> logprobs;  // number of top alternatives per token (0: only the chosen)
   std::string user;
+  std::string priority;
 };
 
 struct ChatCompletionRequest {
@@ -71,6 +76,7 @@ struct ChatCompletionRequest {
   bool logprobs = false;
   int top_logprobs = 0;
   std::string user;
+  std::string priority;
 };
 
 struct TokenizeRequest {

@@ -177,5 +177,18 @@ TEST(ApiError, OpenAiShape) {
       R"({"error":{"message":"no key","type":"authentication_error","param":null,"code":"invalid_api_key"}})");
 }
 
+TEST(CompletionRequest, PriorityNamesAClass) {
+  auto r = parse_completion_request(R"({"prompt": "a", "priority": "background"})");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->priority, "background");
+  auto none = parse_chat_completion_request(R"({"messages": [{"role": "user", "content": "a"}]})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->priority, "");
+  expect_error(parse_completion_request(R"({"prompt": "a", "priority": "urgent"})"),
+               ErrorCode::kInvalidValue, "priority");
+  expect_error(parse_completion_request(R"({"prompt": "a", "priority": 3})"),
+               ErrorCode::kInvalidType, "priority");
+}
+
 }  // namespace
 }  // namespace synapse::api

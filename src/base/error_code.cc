@@ -104,6 +104,8 @@ constexpr std::array kTable = {
                   "custom_id repeats within one job"},
     ErrorCodeInfo{ErrorCode::kJobNotFinished, "job_not_finished", kP, 409,
                   "the job still has items to run"},
+    ErrorCodeInfo{ErrorCode::kQueueFull, "queue_full", kT, 429,
+                  "the request queue is full; retry after the suggested delay"},
 };
 
 }  // namespace

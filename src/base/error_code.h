@@ -78,6 +78,8 @@ enum class ErrorCode : uint16_t {
   kInvalidField = 808,
   kDuplicateCustomId = 809,
   kJobNotFinished = 810,
+  // The service's scheduler (src/serve).
+  kQueueFull = 700,  // admission refused: the request's class queue is at its bound
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };

@@ -43,6 +43,10 @@ TEST(ErrorCode, StableNamesAndNumbers) {
   EXPECT_EQ(error_code_info(ErrorCode::kResourceExhausted).http_status, 429);
   EXPECT_EQ(error_code_info(ErrorCode::kResourceExhausted).retry, Retry::kTransient);
   EXPECT_EQ(error_code_info(ErrorCode::kInvalidArgument).http_status, 400);
+  EXPECT_EQ(error_code_name(ErrorCode::kQueueFull), "queue_full");
+  EXPECT_EQ(static_cast<int>(ErrorCode::kQueueFull), 700);
+  EXPECT_EQ(error_code_info(ErrorCode::kQueueFull).http_status, 429);
+  EXPECT_EQ(error_code_info(ErrorCode::kQueueFull).retry, Retry::kTransient);
   EXPECT_FALSE(error_code_from_name("no_such_code").has_value());
 }
 

@@ -30,7 +30,7 @@ void add_run_options(CLI::App* cmd, RunOptions& o) {
       ->capture_default_str();
 }
 
-Result<LoadedModel> load_model(const RunOptions& o) {
+Result<LoadedModel> load_model(const RunOptions& o, DecoderOptions base) {
   const auto start = std::chrono::steady_clock::now();
   LoadedModel loaded;
   // A raw GGUF is prepared into the store once (visibly) and the package runs: execution always
@@ -53,7 +53,7 @@ Result<LoadedModel> load_model(const RunOptions& o) {
   const int threads = o.threads > 0 ? o.threads : std::max(1, CpuInfo::detect().physical_cores);
   loaded.pool = std::make_unique<ThreadPool>(threads);
   loaded.backend = std::make_unique<CpuBackend>(selected_kernels(), *loaded.pool);
-  DecoderOptions options;
+  DecoderOptions options = std::move(base);
   options.n_ctx = o.n_ctx;
   if (o.activations == "f32") options.matmul_mode.path = DotPath::kF32;
   if (o.cache_type == "f16") options.kv_type = TensorType::kF16;

@@ -37,7 +37,9 @@ struct LoadedModel {
   double load_ms = 0.0;
 };
 
-Result<LoadedModel> load_model(const RunOptions& options);
+// `base` carries options a command needs beyond RunOptions (serving's matmul route); n_ctx and
+// the activation precision come from `options`.
+Result<LoadedModel> load_model(const RunOptions& options, DecoderOptions base = {});
 Result<tokenizer::Tokenizer> load_tokenizer(const DecoderModel& model);
 // EOS, EOT and EOM ids named by the file's metadata.
 std::vector<int32_t> end_of_generation_tokens(const DecoderModel& model);

@@ -7,6 +7,8 @@
 #include <cstdlib>
 
 #include "api/api_error.h"
+#include "api/requests.h"
+#include "server/inference_routes.h"
 
 namespace synapse::server {
 namespace {
@@ -42,6 +44,7 @@ std::string resolve_api_key(const std::string& flag_value) {
 struct HttpServer::Impl {
   httplib::Server http;
   std::atomic<bool> listen_returned{false};
+  socket_t listen_socket = INVALID_SOCKET;
 };
 
 HttpServer::HttpServer(ServerOptions options)
@@ -59,9 +62,10 @@ Status HttpServer::start() {
   http.set_keep_alive_max_count(100);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a second server
   // bind the same port and silently take half the connections.
-  http.set_socket_options([](socket_t sock) {
+  http.set_socket_options([this](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    impl_->listen_socket = sock;
   });
 
   // Authentication before routing: every path but /health needs the key when one is set.
@@ -87,6 +91,22 @@ Status HttpServer::start() {
   const std::string models = api::models_response(options_.models);
   http.Get("/v1/models", [models](const httplib::Request&, httplib::Response& res) {
     res.set_content(models, std::string(kJson));
+  });
+
+  const Inference* inference = options_.inference;
+  if (inference != nullptr) {
+    api::RequestLimits limits;
+    limits.max_body_bytes = options_.max_body_bytes;
+    add_inference_routes(http, *inference, limits);
+  }
+  // The service's metrics (when there is one) and the HTTP counts.
+  http.Get("/metrics", [this, inference](const httplib::Request&, httplib::Response& res) {
+    std::string text = inference != nullptr ? inference->service->render_prometheus() : "";
+    text += metrics_.render_prometheus();
+    res.set_content(text, "text/plain; version=0.0.4");
+  });
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    metrics_.count(req.path, res.status);
   });
 
   // Anything else, and errors httplib raises itself (413 for a body over the limit), in
@@ -116,6 +136,10 @@ Status HttpServer::start() {
     return Status(ErrorCode::kUnavailable,
                   "cannot listen on " + options_.host + ":" + std::to_string(options_.port));
   }
+  // httplib 0.11 listens with a backlog of 5: a burst of clients (200 at once) would have their
+  // connections dropped and retried for seconds before anyone can answer them, even with a 429.
+  // listen() again on the bound socket raises it.
+  if (impl_->listen_socket != INVALID_SOCKET) ::listen(impl_->listen_socket, SOMAXCONN);
   running_ = true;
   listener_ = std::thread([this] {
     impl_->http.listen_after_bind();

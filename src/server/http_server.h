@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The HTTP front of `synapse serve` (a skeleton: health and the model list so far). It binds to
-// loopback unless told otherwise, checks the API key on every route except /health, bounds
-// request bodies and socket time, answers errors in OpenAI's shape, and shuts down gracefully.
-// HTTP threads never touch tensors (docs/ARCHITECTURE.md, threading model): generation routes
-// will hand requests to the engine's executor and stream its tokens back.
+// The HTTP front of `synapse serve`. It binds to loopback unless told otherwise, checks the API
+// key on every route except /health, bounds request bodies and socket time, answers errors in
+// OpenAI's shape, counts requests for /metrics, and shuts down gracefully. With an `Inference`
+// it also serves the generation routes (inference_routes.h). HTTP threads never touch tensors
+// (docs/ARCHITECTURE.md, threading model): they submit to the Service and stream its events.
 #pragma once
 
 #include <atomic>
@@ -15,6 +15,8 @@
 
 #include "api/responses.h"
 #include "base/status.h"
+#include "server/http_metrics.h"
+#include "server/inference.h"
 
 namespace synapse::server {
 
@@ -25,8 +27,12 @@ struct ServerOptions {
   size_t max_body_bytes = 8u << 20;
   int read_timeout_s = 30;   // a client that stalls while sending its request is dropped
   int write_timeout_s = 60;  // a client that stops reading its response is dropped
-  int threads = 8;           // connection threads
+  // Connection threads. A generation request holds its thread until it ends (running or
+  // queued), so `synapse serve` sizes this to the admitted requests plus spare threads for quick
+  // answers (429s, /health, /metrics).
+  int threads = 8;
   std::vector<api::ModelInfo> models;
+  const Inference* inference = nullptr;  // not owned; none: no generation routes
 };
 
 // The key from --api-key, else the SYNAPSE_API_KEY environment variable, else none.
@@ -48,6 +54,7 @@ class HttpServer {
  private:
   struct Impl;
   ServerOptions options_;
+  HttpMetrics metrics_;
   std::unique_ptr<Impl> impl_;
   std::thread listener_;
   int port_ = 0;

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+// The service under load on the Qwen2.5-0.5B shape (synthetic Q8_0 weights, 151936-token
+// vocabulary): total generation throughput at concurrency 1, 4 and 8, and an interactive
+// request's time to first token idle and with 4 background requests saturating the engine. The
+// vocabulary is the Qwen2 fixture's ($SYNAPSE_FIXTURES/tokenizer/vocab/qwen2-vocab.gguf).
+// Prints one JSON document. The model is synthesized once and reused:
+//   serve_bench [--model PATH] [--threads N] [--tokens N] [--prompt N]
+// PATH defaults to $SYNAPSE_BENCH_DIR (or /tmp)/synapse-qwen2.5-0.5b-shape-q8_0.gguf.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/cpu_backend.h"
+#include "kernels/kernel_selection.h"
+#include "serve/service.h"
+#include "synth/synth_model.h"
+
+namespace synapse {
+namespace {
+
+using serve::Clock;
+using serve::GenerationEvent;
+using serve::GenerationRequest;
+using serve::RequestClass;
+using serve::RequestHandle;
+using serve::Service;
+using serve::ServiceConfig;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::vector<int32_t> bench_prompt(size_t n, size_t salt, uint32_t n_vocab) {
+  std::vector<int32_t> ids(n);
+  for (size_t i = 0; i < n; ++i) {
+    ids[i] = static_cast<int32_t>((i * 7919 + salt * 104729 + 17) % (n_vocab - 1000) + 500);
+  }
+  return ids;
+}
+
+GenerationRequest request(std::vector<int32_t> prompt, int32_t max_tokens, RequestClass c) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0.0f;
+  r.request_class = c;
+  return r;
+}
+
+size_t drain(RequestHandle& h) {
+  GenerationEvent e;
+  size_t tokens = 0;
+  while (h.next(e)) {
+    if (e.final) tokens = e.usage.completion_tokens;
+  }
+  return tokens;
+}
+
+std::unique_ptr<Service> make_service(DecoderModel& model, const tokenizer::Tokenizer& tok,
+                                      size_t parallel) {
+  ServiceConfig config;
+  config.scheduler.max_active = parallel;
+  config.max_cached_sequences = 0;  // every request prefills its whole prompt
+  return std::make_unique<Service>(model, tok, config);
+}
+
+// Seconds to the first event of an interactive request (its first token; max_tokens 1).
+double time_to_first_token(Service& s, size_t prompt_tokens, size_t salt, uint32_t n_vocab) {
+  const Clock::time_point t0 = Clock::now();
+  auto h =
+      s.submit(request(bench_prompt(prompt_tokens, salt, n_vocab), 1, RequestClass::kInteractive));
+  if (!h.ok()) return -1.0;
+  GenerationEvent e;
+  (*h)->next(e);
+  const double ttft = seconds_since(t0);
+  drain(**h);
+  return ttft;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int run(int argc, char** argv) {
+  const char* dir = std::getenv("SYNAPSE_BENCH_DIR");
+  std::string path = std::string(dir ? dir : "/tmp") + "/synapse-qwen2.5-0.5b-shape-q8_0.gguf";
+  int threads = 2;
+  int32_t gen_tokens = 64;
+  size_t prompt_tokens = 64;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--model") path = argv[i + 1];
+    if (a == "--threads") threads = std::atoi(argv[i + 1]);
+    if (a == "--tokens") gen_tokens = std::atoi(argv[i + 1]);
+    if (a == "--prompt") prompt_tokens = static_cast<size_t>(std::atoi(argv[i + 1]));
+  }
+  if (!std::filesystem::exists(path)) {
+    SynthOptions o;
+    o.arch = "qwen2";
+    // The real Qwen2 vocabulary (151936 tokens): the synthetic one stops at a few hundred.
+    const char* fixtures = std::getenv("SYNAPSE_FIXTURES");
+    o.vocab_from = std::string(fixtures ? fixtures : SYNAPSE_SOURCE_DIR "/../shared/fixtures") +
+                   "/tokenizer/vocab/qwen2-vocab.gguf";
+    o.n_layer = 24;
+    o.n_embd = 896;
+    o.n_ff = 4864;
+    o.n_head = 14;
+    o.n_head_kv = 2;
+    o.n_ctx = 2048;
+    o.tied_output = true;
+    o.type_embedding = o.type_attention = o.type_feed_forward = o.type_output = TensorType::kQ8_0;
+    std::fprintf(stderr, "synthesizing %s ...\n", path.c_str());
+    if (Status s = synthesize_model(o, path); !s.ok()) {
+      std::fprintf(stderr, "synth: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  ThreadPool pool(threads);
+  CpuBackend backend(selected_kernels(), pool);
+  auto model = DecoderModel::open(path, backend, serve::serving_decoder_options(2048));
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", model.status().to_string().c_str());
+    return 1;
+  }
+  auto tok = tokenizer::Tokenizer::from_gguf((*model)->file().metadata());
+  if (!tok.ok()) {
+    std::fprintf(stderr, "%s\n", tok.status().to_string().c_str());
+    return 1;
+  }
+  const uint32_t n_vocab = (*model)->n_vocab();
+
+  std::string json = "{\n  \"model\": \"qwen2.5-0.5b shape, Q8_0, synthetic\",\n";
+  json += "  \"threads\": " + std::to_string(threads) + ",\n";
+  json += "  \"prompt_tokens\": " + std::to_string(prompt_tokens) + ",\n";
+  json += "  \"generated_tokens_per_request\": " + std::to_string(gen_tokens) + ",\n";
+  json += "  \"throughput\": [\n";
+  double single = 0.0;
+  const size_t levels[] = {1, 4, 8};
+  for (size_t li = 0; li < 3; ++li) {
+    const size_t n = levels[li];
+    auto service = make_service(**model, *tok, n);
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    const Clock::time_point t0 = Clock::now();
+    for (size_t i = 0; i < n; ++i) {
+      handles.push_back(*service->submit(request(bench_prompt(prompt_tokens, 100 + i, n_vocab),
+                                                 gen_tokens, RequestClass::kBatch)));
+    }
+    size_t total = 0;
+    for (auto& h : handles) total += drain(*h);
+    const double s = seconds_since(t0);
+    const double tps = static_cast<double>(total) / s;
+    if (n == 1) single = tps;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "    {\"concurrency\": %zu, \"tokens\": %zu, \"seconds\": %.3f, "
+                  "\"tokens_per_s\": %.2f, \"speedup\": %.2f}%s\n",
+                  n, total, s, tps, tps / single, li + 1 < 3 ? "," : "");
+    json += line;
+    std::fprintf(stderr, "%s", line);
+  }
+  json += "  ],\n";
+
+  // Time to first token: idle, then beside 4 background requests that keep decoding.
+  constexpr size_t kRepeats = 5;
+  auto service = make_service(**model, *tok, 8);
+  std::vector<double> idle, loaded;
+  for (size_t r = 0; r < kRepeats; ++r) {
+    idle.push_back(time_to_first_token(*service, prompt_tokens, 200 + r, n_vocab));
+  }
+  std::vector<std::shared_ptr<RequestHandle>> background;
+  for (size_t i = 0; i < 4; ++i) {
+    background.push_back(*service->submit(
+        request(bench_prompt(prompt_tokens, 300 + i, n_vocab), 1900, RequestClass::kBackground)));
+  }
+  GenerationEvent e;
+  for (auto& h : background) h->next(e);  // all four are decoding
+  for (size_t r = 0; r < kRepeats; ++r) {
+    loaded.push_back(time_to_first_token(*service, prompt_tokens, 400 + r, n_vocab));
+  }
+  for (auto& h : background) h->cancel();
+  for (auto& h : background) drain(*h);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "  \"time_to_first_token_ms\": {\"idle_median\": %.1f, "
+                "\"with_4_background_median\": %.1f, \"ratio\": %.2f, \"repeats\": %zu}\n}\n",
+                median(idle) * 1000, median(loaded) * 1000, median(loaded) / median(idle),
+                kRepeats);
+  json += line;
+  std::fputs(json.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace synapse
+
+int main(int argc, char** argv) { return synapse::run(argc, argv); }

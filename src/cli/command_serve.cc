@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// `synapse serve -m MODEL [--host H] [--port P] [--api-key K] [--ctx N] [--parallel N]
+// [--threads N] [--chat-template NAME] [--queue-limit N]`: loads the model once (with the
+// serving decoder options: batch-invariant logits), starts the service's engine loop and the
+// HTTP server, prints the URL, and on SIGINT/SIGTERM stops admitting, lets requests in flight
+// finish for --shutdown-grace seconds, cancels the rest and exits.
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "cli/model_runner.h"
+#include "serve/service.h"
+#include "server/http_server.h"
+
+namespace synapse::cli {
+namespace {
+
+struct ServeOptions {
+  RunOptions run;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;
+  size_t parallel = 4;
+  size_t queue_limit = 64;
+  std::string chat_template;
+  std::string alias;
+  int http_threads = 0;
+  double shutdown_grace_s = 10.0;
+  size_t max_body_bytes = 8u << 20;
+};
+
+// The id clients name in "model": --alias, else the store name or the file name without its
+// extension.
+std::string model_id(const ServeOptions& o) {
+  if (!o.alias.empty()) return o.alias;
+  const std::filesystem::path p(o.run.model);
+  if (p.has_extension() || o.run.model.find('/') != std::string::npos) return p.stem().string();
+  return o.run.model;
+}
+
+std::string metadata_string(const DecoderModel& model, std::string_view key) {
+  const Result<std::string_view> v = model.file().metadata().get_string(key);
+  return v.ok() ? std::string(*v) : std::string();
+}
+
+std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
+  if (id == tokenizer::kNoToken || id < 0) return "";
+  return std::string(tok.token_text(id));
+}
+
+int run_serve(const ServeOptions& o) {
+  // Signals go to the main thread's sigwait() only: block them before any thread exists (the
+  // threads inherit the mask). A client that disconnects must not kill the process.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  Result<LoadedModel> loaded = load_model(o.run, serve::serving_decoder_options());
+  if (!loaded.ok()) return fail(loaded.status());
+  DecoderModel& model = *loaded->model;
+  Result<tokenizer::Tokenizer> tok = load_tokenizer(model);
+  if (!tok.ok()) return fail(tok.status());
+
+  server::Inference inference;
+  inference.tokenizer = &*tok;
+  inference.model_id = model_id(o);
+  inference.bos_token = token_text(*tok, tok->vocab().special().bos);
+  inference.eos_token = token_text(*tok, tok->vocab().special().eos);
+  // A template that cannot render is an error now, not on the first request; a model without
+  // one serves completions, and chat answers no_chat_template.
+  Result<chat::ChatTemplate> chat_template =
+      chat::select_chat_template(metadata_string(model, "tokenizer.chat_template"), o.chat_template,
+                                 inference.bos_token, inference.eos_token);
+  if (chat_template.ok()) {
+    inference.chat_template = std::move(*chat_template);
+  } else if (chat_template.status().code() == ErrorCode::kNoChatTemplate) {
+    std::string names;
+    for (std::string_view name : chat::builtin_template_names()) {
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    inference.no_chat_template =
+        Status(ErrorCode::kNoChatTemplate,
+               "this model has no chat template; use /v1/completions, or start the server with "
+               "--chat-template NAME (" +
+                   names + ")");
+  } else {
+    return fail(chat_template.status());
+  }
+
+  serve::ServiceConfig config;
+  config.scheduler.max_active = o.parallel;
+  config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};
+  config.eog_tokens = end_of_generation_tokens(model);
+  serve::Service service(model, *tok, config);
+  inference.service = &service;
+
+  server::ServerOptions server_options;
+  server_options.host = o.host;
+  server_options.port = o.port;
+  server_options.api_key = server::resolve_api_key(o.api_key);
+  server_options.max_body_bytes = o.max_body_bytes;
+  // Every admitted request (running or queued) holds a connection thread; spare threads answer
+  // the rest (429s, /health, /metrics) at once.
+  constexpr int kSpareThreads = 16;
+  server_options.threads = o.http_threads > 0
+                               ? o.http_threads
+                               : static_cast<int>(std::min<size_t>(
+                                     o.parallel + 3 * o.queue_limit + kSpareThreads, 1024));
+  server_options.models = {{inference.model_id, std::time(nullptr), "synapse"}};
+  server_options.inference = &inference;
+  server::HttpServer http(server_options);
+  if (Status s = http.start(); !s.ok()) {
+    service.shutdown(std::chrono::milliseconds(0));
+    return fail(s);
+  }
+  std::printf("synapse serve: %s (ctx %u, parallel %zu, %s), listening on http://%s:%d\n",
+              inference.model_id.c_str(), service.n_ctx(), o.parallel,
+              inference.chat_template ? "chat template" : "no chat template", o.host.c_str(),
+              http.port());
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::fprintf(stderr, "synapse serve: %s, shutting down (grace %.0f s)\n",
+               signal_number == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_grace_s);
+  // Stop admitting (new requests get 503), let running ones finish for the grace period, cancel
+  // the rest (their streams end with an error event), then stop the HTTP threads.
+  service.shutdown(std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_grace_s * 1000)));
+  http.stop();
+  std::fprintf(stderr, "synapse serve: stopped\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  add_run_options(cmd, o->run);
+  cmd->add_option("--host", o->host, "Address to listen on (loopback unless told otherwise)")
+      ->capture_default_str();
+  cmd->add_option("--port", o->port, "Port (0: any free port)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  cmd->add_option("--api-key", o->api_key,
+                  "Require 'Authorization: Bearer KEY' on every route but /health "
+                  "(default: $SYNAPSE_API_KEY)");
+  cmd->add_option("--parallel", o->parallel, "Sequences decoded together")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--queue-limit", o->queue_limit,
+                  "Requests each class (interactive, batch, background) may queue; more get 429")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--chat-template", o->chat_template,
+                  "Built-in chat template (chatml, llama3, llama2, mistral, phi3, gemma, ...) "
+                  "instead of the model's");
+  cmd->add_option("--alias", o->alias, "Model id clients use (default: the file or store name)");
+  cmd->add_option("--http-threads", o->http_threads,
+                  "Connection threads (default: parallel + 3 x queue-limit + 16)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--shutdown-grace", o->shutdown_grace_s,
+                  "Seconds requests in flight may finish after SIGINT/SIGTERM")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (413 beyond)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
+      ->capture_default_str();
+  cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });
+}
+
+}  // namespace synapse::cli

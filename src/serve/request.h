@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the service is asked to do (GenerationRequest) and what it answers (GenerationEvent): the
+// HTTP layer fills a request from the OpenAI body (token ids already templated and encoded) and
+// turns each event into an SSE chunk or the pieces of one JSON response.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "sample/logprobs.h"
+#include "sample/sampling_params.h"
+
+namespace synapse::serve {
+
+using Clock = std::chrono::steady_clock;
+
+// Scheduling classes, highest priority first (the enum order is the priority order).
+enum class RequestClass : uint8_t { kInteractive = 0, kBatch = 1, kBackground = 2 };
+inline constexpr size_t kRequestClassCount = 3;
+std::string_view request_class_name(RequestClass c);  // "interactive", "batch", "background"
+std::optional<RequestClass> request_class_from_name(std::string_view name);
+
+struct GenerationRequest {
+  std::string id;               // the caller's id (e.g. "cmpl-..."), echoed in logs and metrics
+  std::vector<int32_t> prompt;  // token ids, at least one; BOS and template already applied
+  int32_t max_tokens = 16;      // > 0; generation also ends when the context is full
+  SamplingParams sampling;
+  std::vector<std::string> stop;    // stop strings (StopMatcher's limits)
+  std::vector<int32_t> eog_tokens;  // end-of-generation ids; empty: the service's defaults
+  bool logprobs = false;            // report each token's log-probability
+  int32_t top_logprobs = 0;         // 0..kMaxTopLogprobs alternatives per token (needs logprobs)
+  RequestClass request_class = RequestClass::kInteractive;
+  std::optional<Clock::time_point> deadline;  // past it: finished with deadline_exceeded
+};
+
+enum class FinishReason : uint8_t { kStop, kLength, kCancelled, kError };
+std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
+
+struct GeneratedToken {
+  int32_t token = 0;
+  std::optional<Logprobs> logprobs;  // when the request asked for them
+};
+
+struct Usage {
+  size_t prompt_tokens = 0;
+  size_t cached_prompt_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  size_t completion_tokens = 0;     // sampled tokens, an end-of-generation token included
+};
+
+struct Timings {
+  double queued_ms = 0.0;               // submit -> first scheduled
+  double time_to_first_token_ms = 0.0;  // submit -> first token sampled
+  double total_ms = 0.0;                // submit -> final event
+  double decode_tokens_per_s = 0.0;     // after the first token
+};
+
+// One event per engine step that produced something for the request, then exactly one final
+// event. Concatenating every event's `text` gives the completion: whole UTF-8 characters only,
+// never any part of a matched stop string.
+struct GenerationEvent {
+  std::string text;                    // new text (may be empty: held back, or no text)
+  std::vector<GeneratedToken> tokens;  // tokens sampled this step (no end-of-generation token)
+  uint64_t step = 0;                   // engine step that produced it (for tests and tracing)
+  bool final = false;
+  // Final event only.
+  FinishReason finish_reason = FinishReason::kStop;
+  Status error;                        // set when finish_reason is kError
+  std::optional<size_t> matched_stop;  // index into GenerationRequest::stop
+  Usage usage;
+  Timings timings;
+};
+
+}  // namespace synapse::serve

@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "serve/service.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "runtime/engine.h"
+#include "sample/sampler.h"
+#include "sample/stop_matcher.h"
+#include "serve/prefix_cache.h"
+#include "tokenizer/detokenizer.h"
+
+namespace synapse::serve {
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+size_t pages_for(size_t tokens, size_t page_tokens) {
+  return (tokens + page_tokens - 1) / page_tokens;
+}
+
+}  // namespace
+
+DecoderOptions serving_decoder_options(uint32_t n_ctx) {
+  DecoderOptions options;
+  options.n_ctx = n_ctx;
+  options.matmul_mode.route = MatmulRoute::kStream;
+  return options;
+}
+
+bool batch_invariant(const DecoderModel& model) {
+  return model.plan().matmul_mode.route != MatmulRoute::kAuto;
+}
+
+// One request from submission to its final event. Created by submit() (caller thread), owned by
+// the loop thread from the first locked section on.
+struct Service::Job {
+  Job(Ticket t, GenerationRequest r, std::shared_ptr<RequestHandle> h, Sampler s, StopMatcher m,
+      const tokenizer::Tokenizer& tok)
+      : ticket(t),
+        request(std::move(r)),
+        handle(std::move(h)),
+        sampler(std::move(s)),
+        stop(std::move(m)),
+        // Generated text continues the prompt: no leading-space stripping, no control tokens.
+        detok(tok,
+              tokenizer::DecodeOptions{.render_special = false, .strip_leading_space = false}) {}
+
+  Ticket ticket;
+  GenerationRequest request;
+  std::shared_ptr<RequestHandle> handle;
+  Sampler sampler;
+  StopMatcher stop;
+  tokenizer::StreamingDetokenizer detok;
+
+  Clock::time_point submitted = Clock::now();
+  Clock::time_point first_token{};
+  Clock::time_point last_token{};
+  double queued_ms = 0.0;
+
+  bool has_sequence = false;  // started: holds a KV sequence
+  bool running = false;       // holds a slot now
+  bool finished = false;
+  SeqId sequence = 0;
+  size_t prompt_done = 0;  // prompt tokens in the KV
+  size_t cached = 0;       // of which from the prefix cache
+  std::vector<int32_t> generated;
+  size_t fed = 0;        // generated tokens in the KV
+  int32_t pending = -1;  // sampled, fed in the next step
+};
+
+struct Service::LoopState {
+  LoopState(DecoderModel& model, const EngineConfig& engine_config, size_t max_cached)
+      : engine(model, engine_config), cache(max_cached) {}
+
+  struct Slot {
+    Job* job = nullptr;
+    size_t n_tokens = 0;
+    bool decode = false;
+  };
+
+  Engine engine;
+  PrefixCache cache;
+  std::unordered_map<Ticket, std::unique_ptr<Job>> jobs;
+  std::vector<Ticket> finished;                    // to remove from the scheduler
+  std::vector<std::pair<Ticket, size_t>> charges;  // decoded tokens, for the scheduler
+  Scheduler::Decision decision;
+  std::vector<Job*> running;
+  std::vector<StepInput> inputs;
+  std::vector<Slot> slots;
+  StepOutput out;
+  std::string piece;
+  std::vector<SeqId> evicted;
+  uint64_t step = 0;
+  uint64_t lru_clock = 0;
+};
+
+Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, ServiceConfig config)
+    : model_(model),
+      tokenizer_(tokenizer),
+      config_(std::move(config)),
+      n_ctx_(model.n_ctx()),
+      n_vocab_(model.n_vocab()),
+      wakeup_(std::make_shared<LoopWakeup>()),
+      scheduler_(config_.scheduler) {
+  if (!config_.clock) config_.clock = [] { return Clock::now(); };
+  config_.max_step_tokens = std::max(config_.max_step_tokens, config_.scheduler.max_active + 1);
+  config_.prefill_chunk_tokens = std::max<size_t>(config_.prefill_chunk_tokens, 1);
+  config_.page_tokens = std::max<size_t>(config_.page_tokens, 1);
+  EngineConfig engine_config;
+  engine_config.max_batch_tokens = config_.max_step_tokens;
+  engine_config.kv.page_tokens = config_.page_tokens;
+  engine_config.kv.max_pages =
+      config_.max_kv_pages != 0
+          ? config_.max_kv_pages
+          : (scheduler_.config().max_active + 2) * pages_for(n_ctx_, config_.page_tokens);
+  state_ = std::make_unique<LoopState>(model, engine_config, config_.max_cached_sequences);
+  publish_stats();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Service::~Service() { shutdown(std::chrono::milliseconds(0)); }
+
+Result<std::shared_ptr<RequestHandle>> Service::submit(GenerationRequest request) {
+  const RequestClass c = request.request_class;
+  auto refuse = [&](Status status) -> Result<std::shared_ptr<RequestHandle>> {
+    metrics_.count_request(c, error_code_name(status.code()));
+    return status;
+  };
+  if (request.prompt.empty()) {
+    return refuse(Status(ErrorCode::kInvalidArgument, "the prompt has no tokens",
+                         ErrorWhere{.field = "prompt"}));
+  }
+  for (int32_t t : request.prompt) {
+    if (t < 0 || static_cast<uint32_t>(t) >= n_vocab_) {
+      return refuse(Status(ErrorCode::kInvalidArgument,
+                           "prompt token id " + std::to_string(t) + " is outside the vocabulary",
+                           ErrorWhere{.field = "prompt"}));
+    }
+  }
+  if (request.prompt.size() > n_ctx_) {
+    return refuse(Status(ErrorCode::kLimitExceeded,
+                         "the prompt has " + std::to_string(request.prompt.size()) +
+                             " tokens, the context holds " + std::to_string(n_ctx_),
+                         ErrorWhere{.field = "prompt"}));
+  }
+  if (request.max_tokens <= 0) {
+    return refuse(Status(ErrorCode::kInvalidArgument, "max_tokens must be positive",
+                         ErrorWhere{.field = "max_tokens"}));
+  }
+  if (request.top_logprobs < 0 || request.top_logprobs > kMaxTopLogprobs) {
+    return refuse(Status(ErrorCode::kInvalidArgument,
+                         "top_logprobs must be in 0.." + std::to_string(kMaxTopLogprobs),
+                         ErrorWhere{.field = "top_logprobs"}));
+  }
+  if (request.eog_tokens.empty()) request.eog_tokens = config_.eog_tokens;
+  for (int32_t t : request.eog_tokens) {
+    if (t < 0 || static_cast<uint32_t>(t) >= n_vocab_) {
+      return refuse(
+          Status(ErrorCode::kInvalidArgument,
+                 "end-of-generation id " + std::to_string(t) + " is outside the vocabulary",
+                 ErrorWhere{.field = "eog_tokens"}));
+    }
+  }
+  Result<Sampler> sampler = Sampler::create(request.sampling, static_cast<int32_t>(n_vocab_));
+  if (!sampler.ok()) return refuse(std::move(sampler).take_status());
+  Result<StopMatcher> stop = StopMatcher::create(request.stop);
+  if (!stop.ok()) return refuse(std::move(stop).take_status());
+
+  std::shared_ptr<RequestHandle> handle;
+  {
+    std::lock_guard lock(mu_);
+    if (!accepting_) {
+      return refuse(Status(ErrorCode::kUnavailable, "the service is shutting down"));
+    }
+    const Ticket ticket = next_ticket_++;
+    if (Status s = scheduler_.enqueue(ticket, c, steps_.load()); !s.ok()) {
+      return refuse(std::move(s));
+    }
+    handle = std::make_shared<RequestHandle>(request.id, c, wakeup_);
+    inbox_.push_back(std::make_unique<Job>(ticket, std::move(request), handle, std::move(*sampler),
+                                           std::move(*stop), tokenizer_));
+    waiting_.store(scheduler_.waiting());
+    metrics_.set_queue_depth(c, scheduler_.waiting(c));
+  }
+  wakeup_->notify();
+  return handle;
+}
+
+uint32_t Service::retry_after_s(RequestClass c) const {
+  size_t depth = 0;
+  size_t slots = 1;
+  {
+    std::lock_guard lock(mu_);
+    depth = scheduler_.waiting(c);
+    slots = scheduler_.config().max_active;
+  }
+  const double s = mean_request_s_.load() * static_cast<double>(depth + 1) /
+                   static_cast<double>(std::max<size_t>(slots, 1));
+  return static_cast<uint32_t>(std::clamp(s + 0.999, 1.0, 60.0));
+}
+
+void Service::shutdown(std::chrono::milliseconds grace) {
+  std::lock_guard shutdown_lock(shutdown_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (!accepting_ && !thread_.joinable()) return;
+    if (accepting_ || Clock::now() + grace < drain_deadline_) {
+      drain_deadline_ = Clock::now() + grace;
+    }
+    accepting_ = false;
+    draining_ = true;
+  }
+  wakeup_->notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+ServiceStats Service::stats() const {
+  ServiceStats s;
+  s.steps = steps_.load();
+  s.kv_pages_in_use = kv_pages_in_use_.load();
+  s.kv_pages_total = kv_pages_total_.load();
+  s.active = active_.load();
+  s.waiting = waiting_.load();
+  s.cached_sequences = cached_sequences_.load();
+  s.prefix_hits = prefix_hits_.load();
+  return s;
+}
+
+void Service::publish_stats() {
+  const KvCacheStats kv = state_->engine.cache().stats();
+  kv_pages_in_use_.store(kv.pages_in_use);
+  kv_pages_total_.store(kv.max_pages);
+  cached_sequences_.store(state_->cache.size());
+  metrics_.set_kv_pages(kv.pages_in_use, kv.max_pages);
+}
+
+void Service::take_inbox_locked() {
+  for (std::unique_ptr<Job>& job : inbox_) {
+    const Ticket t = job->ticket;
+    state_->jobs.emplace(t, std::move(job));
+  }
+  inbox_.clear();
+}
+
+void Service::retire_expired_locked(bool cancel_all) {
+  const Clock::time_point now = config_.clock();
+  for (auto& [ticket, job_ptr] : state_->jobs) {
+    Job& job = *job_ptr;
+    if (job.finished) continue;
+    GenerationEvent event;
+    event.step = state_->step;
+    if (job.handle->cancel_requested()) {
+      finish(job, event, FinishReason::kCancelled,
+             Status(ErrorCode::kCancelled, "cancelled by the caller"));
+    } else if (job.request.deadline && now >= *job.request.deadline) {
+      finish(job, event, FinishReason::kError,
+             Status(ErrorCode::kDeadlineExceeded, "the request's deadline passed",
+                    ErrorWhere{.field = "deadline"}));
+    } else if (cancel_all) {
+      finish(job, event, FinishReason::kCancelled,
+             Status(ErrorCode::kUnavailable, "the service is shutting down"));
+    }
+  }
+}
+
+void Service::loop() {
+  LoopState& s = *state_;
+  for (;;) {
+    bool exit = false;
+    {
+      std::lock_guard lock(mu_);
+      take_inbox_locked();
+      retire_expired_locked(draining_ && Clock::now() >= drain_deadline_);
+      for (const auto& [ticket, tokens] : s.charges) scheduler_.charge(ticket, tokens);
+      s.charges.clear();
+      for (Ticket t : s.finished) {
+        scheduler_.remove(t);
+        s.jobs.erase(t);
+      }
+      s.finished.clear();
+      scheduler_.schedule(s.step, s.decision);
+      for (size_t c = 0; c < kRequestClassCount; ++c) {
+        metrics_.set_queue_depth(static_cast<RequestClass>(c),
+                                 scheduler_.waiting(static_cast<RequestClass>(c)));
+      }
+      waiting_.store(scheduler_.waiting());
+      active_.store(scheduler_.active());
+      exit = draining_ && s.jobs.empty();
+    }
+    if (exit) break;
+    metrics_.set_active_sequences(active_.load());
+    for (Ticket t : s.decision.preempted) {
+      s.jobs.at(t)->running = false;
+      metrics_.count_preemption();
+    }
+    for (Ticket t : s.decision.started) {
+      Job& job = *s.jobs.at(t);
+      job.running = true;
+      if (!job.has_sequence) start_job(job);
+    }
+    if (!run_step()) wakeup_->wait_until(Clock::now() + config_.idle_poll);
+  }
+  // Drop the prefix cache; the engine goes with the service.
+  while (std::optional<SeqId> seq = s.cache.evict_lru()) (void)s.engine.release(*seq);
+  publish_stats();
+}
+
+void Service::start_job(Job& job) {
+  LoopState& s = *state_;
+  job.queued_ms = ms_between(job.submitted, Clock::now());
+  const std::vector<int32_t>& prompt = job.request.prompt;
+  const std::optional<PrefixCache::Match> match =
+      s.cache.longest_match(prompt, std::max<size_t>(config_.min_prefix_reuse_tokens, 1));
+  // Keep at least one prompt token to run: its logits give the first generated token.
+  const size_t reuse = match ? std::min(match->common, prompt.size() - 1) : 0;
+  bool hit = false;
+  if (reuse > 0 && reuse >= config_.min_prefix_reuse_tokens) {
+    const PrefixCache::Entry& entry = s.cache.entry(match->index);
+    if (reuse == entry.tokens.size()) {
+      // The new prompt extends the cached sequence: take it over instead of forking.
+      job.sequence = s.cache.take(match->index).sequence;
+      hit = true;
+    } else if (Result<SeqId> fork = s.engine.fork(entry.sequence); fork.ok()) {
+      s.cache.touch(match->index, ++s.lru_clock);
+      job.sequence = *fork;
+      s.engine.truncate(job.sequence, reuse);
+      hit = true;
+    }
+  }
+  if (hit) {
+    job.prompt_done = job.cached = reuse;
+    prefix_hits_.fetch_add(1);
+  } else {
+    job.sequence = s.engine.new_sequence();
+  }
+  job.has_sequence = true;
+  metrics_.count_prefix_lookup(hit);
+  metrics_.add_prompt_tokens(prompt.size(), job.cached);
+}
+
+void Service::make_room(size_t pages_needed) {
+  LoopState& s = *state_;
+  KvCacheStats kv = s.engine.cache().stats();
+  while (kv.pages_in_use + pages_needed > kv.max_pages) {
+    const std::optional<SeqId> seq = s.cache.evict_lru();
+    if (!seq) break;
+    (void)s.engine.release(*seq);
+    kv = s.engine.cache().stats();
+  }
+}
+
+bool Service::run_step() {
+  LoopState& s = *state_;
+  s.running.clear();
+  for (auto& [ticket, job] : s.jobs) {
+    if (job->running && !job->finished) s.running.push_back(job.get());
+  }
+  if (s.running.empty()) return false;
+  // Decodes in ticket order, then prompt chunks by class and arrival.
+  std::sort(s.running.begin(), s.running.end(), [](const Job* a, const Job* b) {
+    if (a->request.request_class != b->request.request_class) {
+      return a->request.request_class < b->request.request_class;
+    }
+    return a->ticket < b->ticket;
+  });
+  s.inputs.clear();
+  s.slots.clear();
+  size_t pages_needed = 0;
+  auto add = [&](Job* job, std::span<const int32_t> tokens, LogitsWanted logits, bool decode) {
+    s.inputs.push_back(StepInput{job->sequence, tokens, logits});
+    s.slots.push_back(LoopState::Slot{job, tokens.size(), decode});
+    const size_t n = s.engine.n_tokens(job->sequence);
+    pages_needed += pages_for(n + tokens.size(), config_.page_tokens) -
+                    pages_for(n, config_.page_tokens) + (n % config_.page_tokens != 0 ? 1 : 0);
+  };
+  for (Job* job : s.running) {
+    if (job->pending >= 0) add(job, std::span(&job->pending, 1), LogitsWanted::kLast, true);
+  }
+  size_t budget = std::min(config_.prefill_chunk_tokens, config_.max_step_tokens - s.inputs.size());
+  for (Job* job : s.running) {
+    const size_t left = job->request.prompt.size() - job->prompt_done;
+    if (job->pending >= 0 || left == 0 || budget == 0) continue;
+    const size_t take = std::min(left, budget);
+    add(job, std::span(job->request.prompt).subspan(job->prompt_done, take),
+        take == left ? LogitsWanted::kLast : LogitsWanted::kNone, false);
+    budget -= take;
+  }
+  if (s.inputs.empty()) return false;
+  make_room(pages_needed);
+
+  const Clock::time_point started = Clock::now();
+  const Status status = s.engine.step(s.inputs, s.out);
+  if (!status.ok()) {
+    if (status.code() == ErrorCode::kResourceExhausted) {
+      // The pool cannot hold this step even without the prefix cache: the lowest-priority,
+      // newest request gives way (nothing ran; the others retry next step).
+      const auto victim = std::max_element(
+          s.slots.begin(), s.slots.end(), [](const LoopState::Slot& a, const LoopState::Slot& b) {
+            const RequestClass ca = a.job->request.request_class;
+            const RequestClass cb = b.job->request.request_class;
+            return ca != cb ? ca < cb : a.job->ticket < b.job->ticket;
+          });
+      GenerationEvent event;
+      event.step = s.step;
+      finish(*victim->job, event, FinishReason::kError, status);
+    } else {
+      for (LoopState::Slot& slot : s.slots) {
+        if (slot.job->finished) continue;
+        GenerationEvent event;
+        event.step = s.step;
+        finish(*slot.job, event, FinishReason::kError, status);
+      }
+    }
+    return true;
+  }
+  size_t rows = 0;
+  for (size_t i = 0; i < s.slots.size(); ++i) {
+    LoopState::Slot& slot = s.slots[i];
+    Job& job = *slot.job;
+    rows += slot.n_tokens;
+    if (slot.decode) {
+      ++job.fed;
+      job.pending = -1;
+      s.charges.emplace_back(job.ticket, 1);
+    } else {
+      job.prompt_done += slot.n_tokens;
+    }
+    if (s.inputs[i].logits != LogitsWanted::kNone) sample_and_emit(job, s.out.last(i));
+  }
+  metrics_.observe_step(s.slots.size(), rows,
+                        std::chrono::duration<double>(Clock::now() - started).count());
+  ++s.step;
+  steps_.store(s.step);
+  publish_stats();
+  return true;
+}
+
+void Service::sample_and_emit(Job& job, std::span<const float> logits) {
+  LoopState& s = *state_;
+  GenerationEvent event;
+  event.step = s.step;
+  Result<int32_t> sampled = job.sampler.sample(logits);
+  if (!sampled.ok()) return finish(job, event, FinishReason::kError, sampled.status());
+  const int32_t token = *sampled;
+  std::optional<Logprobs> logprobs;
+  if (job.request.logprobs) {
+    Result<Logprobs> lp = compute_logprobs(logits, token, job.request.top_logprobs);
+    if (!lp.ok()) return finish(job, event, FinishReason::kError, lp.status());
+    logprobs = *lp;
+  }
+  job.sampler.accept(token);
+  job.generated.push_back(token);
+  metrics_.add_generated_tokens(1);
+  const Clock::time_point now = Clock::now();
+  if (job.generated.size() == 1) {
+    job.first_token = now;
+    metrics_.observe_time_to_first_token(
+        job.request.request_class, std::chrono::duration<double>(now - job.submitted).count());
+  } else {
+    metrics_.observe_inter_token_latency(
+        std::chrono::duration<double>(now - job.last_token).count());
+  }
+  job.last_token = now;
+
+  const std::vector<int32_t>& eog = job.request.eog_tokens;
+  if (std::find(eog.begin(), eog.end(), token) != eog.end()) {
+    return finish(job, event, FinishReason::kStop);
+  }
+  event.tokens.push_back(GeneratedToken{token, logprobs});
+  s.piece.clear();
+  if (Status st = job.detok.push(token, s.piece); !st.ok()) {
+    return finish(job, event, FinishReason::kError, std::move(st));
+  }
+  StopMatcher::Step r = job.stop.feed(s.piece);
+  event.text.assign(r.text);
+  if (r.stopped) return finish(job, event, FinishReason::kStop);
+  const bool full = s.engine.n_tokens(job.sequence) >= n_ctx_;
+  if (job.generated.size() >= static_cast<size_t>(job.request.max_tokens) || full) {
+    s.piece.clear();
+    job.detok.finish(s.piece);
+    r = job.stop.feed(s.piece);
+    event.text.append(r.text);
+    if (r.stopped) return finish(job, event, FinishReason::kStop);
+    event.text.append(job.stop.flush());
+    return finish(job, event, FinishReason::kLength);
+  }
+  job.pending = token;
+  job.handle->push(std::move(event));
+}
+
+void Service::release_sequence(Job& job, bool keep_in_cache) {
+  LoopState& s = *state_;
+  if (!job.has_sequence) return;
+  job.has_sequence = false;
+  const std::vector<int32_t>& prompt = job.request.prompt;
+  if (keep_in_cache && config_.max_cached_sequences > 0 && job.prompt_done == prompt.size()) {
+    std::vector<int32_t> tokens(prompt);
+    tokens.insert(tokens.end(), job.generated.begin(),
+                  job.generated.begin() + static_cast<std::ptrdiff_t>(job.fed));
+    if (tokens.size() == s.engine.n_tokens(job.sequence)) {
+      s.evicted.clear();
+      s.cache.insert(job.sequence, std::move(tokens), ++s.lru_clock, s.evicted);
+      for (SeqId seq : s.evicted) (void)s.engine.release(seq);
+      return;
+    }
+  }
+  (void)s.engine.release(job.sequence);
+}
+
+void Service::finish(Job& job, GenerationEvent& event, FinishReason reason, Status error) {
+  LoopState& s = *state_;
+  job.finished = true;
+  job.running = false;
+  release_sequence(job, reason == FinishReason::kStop || reason == FinishReason::kLength);
+  publish_stats();
+  s.finished.push_back(job.ticket);
+
+  const Clock::time_point now = Clock::now();
+  event.final = true;
+  event.finish_reason = reason;
+  event.matched_stop = job.stop.matched_stop();
+  event.usage.prompt_tokens = job.request.prompt.size();
+  event.usage.cached_prompt_tokens = job.cached;
+  event.usage.completion_tokens = job.generated.size();
+  event.timings.queued_ms = job.queued_ms;
+  event.timings.total_ms = ms_between(job.submitted, now);
+  if (!job.generated.empty()) {
+    event.timings.time_to_first_token_ms = ms_between(job.submitted, job.first_token);
+    const double decode_s = ms_between(job.first_token, job.last_token) / 1000.0;
+    if (decode_s > 0) {
+      event.timings.decode_tokens_per_s = static_cast<double>(job.generated.size() - 1) / decode_s;
+    }
+  }
+  metrics_.count_request(job.request.request_class, reason == FinishReason::kError
+                                                        ? error_code_name(error.code())
+                                                        : finish_reason_name(reason));
+  if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+    mean_request_s_.store(0.9 * mean_request_s_.load() + 0.1 * event.timings.total_ms / 1000.0);
+  }
+  event.error = std::move(error);
+  job.handle->push(std::move(event));
+}
+
+}  // namespace synapse::serve

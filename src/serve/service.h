@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// The service core that the HTTP layer calls: submit() a GenerationRequest, read its events from
+// the returned RequestHandle, cancel() it from any thread, render_prometheus() for /metrics,
+// shutdown() to stop.
+//
+// Threading: one engine-loop thread, started by the constructor, owns the Engine (and so the
+// model's activations, the KV cache and the backend's thread pool), the prefix cache and every
+// running request's sampler, stop matcher and detokenizer. Callers' threads only validate and
+// enqueue requests (under one mutex that also guards the Scheduler) and pop events from their
+// handles. Each loop iteration: retire cancelled and expired requests, let the Scheduler fill
+// and preempt slots, build one step (one token for every decoding slot plus prefill chunks of
+// starting prompts, bounded by max_step_tokens), run it, sample every sequence with its own
+// Sampler, push events.
+//
+// Determinism: on a model opened with serving_decoder_options() the decoder's logits for a
+// sequence do not depend on the rest of the batch (one matmul route; a column's result is
+// independent of the column count), so greedy output is the same alone or batched, and a request
+// served from the prefix cache gives the same tokens as one prefilled from scratch.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "model/decoder.h"
+#include "serve/metrics.h"
+#include "serve/request.h"
+#include "serve/request_handle.h"
+#include "serve/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace synapse::serve {
+
+// Decoder options for serving: one matmul route for every step (MatmulRoute::kStream). With the
+// default kAuto the route follows the step's total row count and the routes round differently,
+// so a sequence's logits would depend on what else is batched with it.
+DecoderOptions serving_decoder_options(uint32_t n_ctx = 0);
+// Whether the model's plan gives every sequence the same logits whatever the batch.
+bool batch_invariant(const DecoderModel& model);
+
+struct ServiceConfig {
+  SchedulerConfig scheduler;
+  size_t max_step_tokens = 512;       // rows per engine step (decodes + prefill chunks)
+  size_t prefill_chunk_tokens = 128;  // prompt rows per step, so running streams keep pace
+  size_t page_tokens = 32;            // KV page size
+  size_t max_kv_pages = 0;            // 0: (max_active + 2) sequences of the full context
+  size_t max_cached_sequences = 16;   // prefix cache entries; 0 turns the cache off
+  size_t min_prefix_reuse_tokens = 16;
+  std::vector<int32_t> eog_tokens;  // used by requests that name none
+  // The clock deadlines are checked against (tests pass a fake one). Timings use steady_clock.
+  std::function<Clock::time_point()> clock;
+  std::chrono::milliseconds idle_poll{50};  // how often an idle loop looks at deadlines
+};
+
+// A snapshot of the loop's state, published after every step and every retirement.
+struct ServiceStats {
+  uint64_t steps = 0;
+  size_t kv_pages_in_use = 0;
+  size_t kv_pages_total = 0;
+  size_t active = 0;
+  size_t waiting = 0;
+  size_t cached_sequences = 0;
+  uint64_t prefix_hits = 0;
+};
+
+class Service {
+ public:
+  // Starts the engine loop. `model` and `tokenizer` must outlive the service; from here until
+  // shutdown() only the loop thread touches the model (and its backend and thread pool).
+  Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, ServiceConfig config);
+  ~Service();  // shutdown(0ms)
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Validates and enqueues. Errors, all immediate: invalid_argument (field named: "prompt",
+  // "max_tokens", "top_logprobs", "eog_tokens", sampling fields, "stop"), limit_exceeded (field
+  // "prompt": longer than the context), queue_full (transient, HTTP 429: answer with
+  // Retry-After: retry_after_s()), unavailable (shutting down, HTTP 503).
+  Result<std::shared_ptr<RequestHandle>> submit(GenerationRequest request);
+
+  // Seconds a refused client should wait before retrying (1..60), from the queue depth and the
+  // recent request duration.
+  uint32_t retry_after_s(RequestClass c) const;
+
+  // Stops admitting (submit answers unavailable), lets in-flight and queued requests finish for
+  // up to `grace`, then cancels what remains (final event kCancelled, error unavailable), and
+  // joins the loop. Idempotent; any thread but the loop's.
+  void shutdown(std::chrono::milliseconds grace);
+
+  ServiceStats stats() const;
+  std::string render_prometheus() const { return metrics_.render_prometheus(); }
+  uint32_t n_ctx() const { return n_ctx_; }
+
+ private:
+  struct Job;
+
+  void loop();
+  // Loop-thread helpers.
+  void take_inbox_locked();
+  void retire_expired_locked(bool cancel_all);
+  void start_job(Job& job);
+  bool run_step();
+  void make_room(size_t pages_needed);
+  void sample_and_emit(Job& job, std::span<const float> logits);
+  void finish(Job& job, GenerationEvent& event, FinishReason reason, Status error = {});
+  void release_sequence(Job& job, bool keep_in_cache);
+  void publish_stats();
+
+  DecoderModel& model_;
+  const tokenizer::Tokenizer& tokenizer_;
+  ServiceConfig config_;
+  uint32_t n_ctx_ = 0;
+  uint32_t n_vocab_ = 0;
+  std::shared_ptr<LoopWakeup> wakeup_;
+  ServiceMetrics metrics_;
+
+  // Guarded by mu_: admission, the scheduler and what the loop hands back to it.
+  mutable std::mutex mu_;
+  bool accepting_ = true;
+  bool draining_ = false;
+  Clock::time_point drain_deadline_;
+  Scheduler scheduler_;
+  std::vector<std::unique_ptr<Job>> inbox_;
+  Ticket next_ticket_ = 1;
+  std::atomic<double> mean_request_s_{1.0};  // moving average, for retry_after_s()
+
+  // Published by the loop, read by stats().
+  std::atomic<uint64_t> steps_{0};
+  std::atomic<size_t> kv_pages_in_use_{0};
+  std::atomic<size_t> kv_pages_total_{0};
+  std::atomic<size_t> active_{0};
+  std::atomic<size_t> waiting_{0};
+  std::atomic<size_t> cached_sequences_{0};
+  std::atomic<uint64_t> prefix_hits_{0};
+
+  // Loop thread only (created before the thread starts).
+  struct LoopState;
+  std::unique_ptr<LoopState> state_;
+
+  std::mutex shutdown_mu_;
+  std::thread thread_;
+};
+
+}  // namespace synapse::serve

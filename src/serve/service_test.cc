@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: Apache-2.0
+// The service over a small synthetic model: batching and prefix reuse do not change greedy
+// output, cancellation frees pages within one step, bounded admission, class ordering counted in
+// engine steps (never wall time), deadlines on a fake clock, stop strings and end-of-generation
+// tokens, log-probabilities, validation, and shutdown with requests in flight.
+#include "serve/service.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "backend/cpu_backend.h"
+#include "kernels/kernel_selection.h"
+#include "kernels/matmul.h"
+#include "runtime/engine.h"
+#include "synth/synth_model.h"
+#include "synth/synthetic_vocab.h"
+#include "tests/support/test_support.h"
+
+namespace synapse::serve {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Collected {
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::vector<GenerationEvent> events;
+  GenerationEvent final_event;
+};
+
+Collected collect(RequestHandle& handle) {
+  Collected c;
+  GenerationEvent e;
+  while (handle.next(e)) {
+    c.text += e.text;
+    for (const GeneratedToken& t : e.tokens) c.tokens.push_back(t.token);
+    if (e.final) c.final_event = e;
+    c.events.push_back(std::move(e));
+  }
+  return c;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    SynthOptions o;
+    o.arch = "qwen2";
+    o.n_embd = 64;
+    o.n_ff = 128;
+    o.n_layer = 2;
+    o.n_head = 4;
+    o.n_head_kv = 2;
+    o.n_ctx = 512;
+    o.type_attention = TensorType::kQ8_0;
+    o.type_feed_forward = TensorType::kQ8_0;
+    path_ = new std::string(dir_->file("serve.gguf"));
+    ASSERT_TRUE(synthesize_model(o, *path_).ok());
+  }
+  static void TearDownTestSuite() {
+    delete path_;
+    delete dir_;
+  }
+
+  void SetUp() override {
+    pool_ = std::make_unique<ThreadPool>(2);
+    backend_ = std::make_unique<CpuBackend>(selected_kernels(), *pool_);
+    // The serving options: one matmul route for every step, so batching changes no bit.
+    auto model = DecoderModel::open(*path_, *backend_, serving_decoder_options());
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    model_ = std::move(*model);
+    auto tok = tokenizer::Tokenizer::from_gguf(model_->file().metadata());
+    ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+    tokenizer_ = std::make_unique<tokenizer::Tokenizer>(std::move(*tok));
+  }
+
+  std::unique_ptr<Service> make(size_t parallel, size_t cached = 0) {
+    ServiceConfig config;
+    config.scheduler.max_active = parallel;
+    config.max_cached_sequences = cached;
+    config.min_prefix_reuse_tokens = 4;
+    config.prefill_chunk_tokens = 16;
+    config.page_tokens = 8;
+    return std::make_unique<Service>(*model_, *tokenizer_, config);
+  }
+
+  // Prompt i: a slice of the synthetic corpus, of a length that varies with i.
+  std::vector<int32_t> prompt(size_t i) const {
+    const std::string_view corpus = synthetic_corpus();
+    const std::string text(corpus.substr(i * 37 % 200, 20 + i * 23 % 90));
+    return tokenizer_->encode(text, {.add_special = false});
+  }
+
+  static GenerationRequest greedy(std::vector<int32_t> prompt, int32_t max_tokens,
+                                  RequestClass c = RequestClass::kInteractive) {
+    GenerationRequest r;
+    r.prompt = std::move(prompt);
+    r.max_tokens = max_tokens;
+    r.sampling.temperature = 0.0f;
+    r.request_class = c;
+    return r;
+  }
+
+  std::shared_ptr<RequestHandle> submit(Service& s, GenerationRequest r) {
+    auto h = s.submit(std::move(r));
+    EXPECT_TRUE(h.ok()) << h.status().to_string();
+    return h.ok() ? *h : nullptr;
+  }
+
+  // Output of `r` on a fresh service with one slot and no prefix cache.
+  Collected alone(const GenerationRequest& r) {
+    auto s = make(1);
+    auto h = submit(*s, r);
+    return collect(*h);
+  }
+
+  static testing::TempDir* dir_;
+  static std::string* path_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<DecoderModel> model_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+};
+
+testing::TempDir* ServiceTest::dir_ = nullptr;
+std::string* ServiceTest::path_ = nullptr;
+
+// The property batching rests on: a sequence's logits do not depend on what else is in the step
+// (a decode row alone, or beside a prefill long enough for the tiled matrix route).
+bool decode_row_equal_alone_and_beside_prefill(DecoderModel& model, std::span<const int32_t> a,
+                                               std::span<const int32_t> b) {
+  EngineConfig config;
+  config.kv.page_tokens = 8;
+  Engine engine(model, config);
+  StepOutput out;
+  const SeqId sa = engine.new_sequence();
+  const StepInput prefill{sa, a, LogitsWanted::kNone};
+  EXPECT_TRUE(engine.step(std::span(&prefill, 1), out).ok());
+  const SeqId fork = *engine.fork(sa);
+  const int32_t next = 42;
+  const StepInput lone{sa, std::span(&next, 1), LogitsWanted::kLast};
+  EXPECT_TRUE(engine.step(std::span(&lone, 1), out).ok());
+  const std::vector<float> alone(out.last(0).begin(), out.last(0).end());
+  const SeqId sb = engine.new_sequence();
+  const std::vector<StepInput> mixed = {{sb, b, LogitsWanted::kNone},
+                                        {fork, std::span(&next, 1), LogitsWanted::kLast}};
+  EXPECT_TRUE(engine.step(mixed, out).ok());
+  return std::equal(alone.begin(), alone.end(), out.last(1).begin());
+}
+
+TEST_F(ServiceTest, ServingOptionsMakeLogitsIndependentOfTheBatch) {
+  EXPECT_TRUE(batch_invariant(*model_));
+  const std::vector<int32_t> a = prompt(1), b = prompt(2);
+  ASSERT_GE(b.size() + 1, kMatmulMinColumns);
+  EXPECT_TRUE(decode_row_equal_alone_and_beside_prefill(*model_, a, b));
+}
+
+// Known decoder issue (reported to the decoder branch): with the default MatmulRoute::kAuto the
+// route is chosen from the step's total row count (tiled from kMatmulMinColumns rows on), and the
+// two routes round differently, so a decode row's logits change (by ~1e-6) when a prefill
+// shares its step. The service avoids it by opening models with serving_decoder_options();
+// run with --gtest_also_run_disabled_tests to see it fail.
+TEST_F(ServiceTest, DISABLED_AutoRouteLogitsIndependentOfTheBatch) {
+  auto model = DecoderModel::open(*path_, *backend_);
+  ASSERT_TRUE(model.ok());
+  EXPECT_FALSE(batch_invariant(**model));
+  const std::vector<int32_t> a = prompt(1), b = prompt(2);
+  EXPECT_TRUE(decode_row_equal_alone_and_beside_prefill(**model, a, b))
+      << "a decode row's logits change when a prefill shares its step";
+}
+
+TEST_F(ServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
+  constexpr size_t kN = 8;
+  std::vector<GenerationRequest> requests;
+  std::vector<Collected> expected;
+  for (size_t i = 0; i < kN; ++i) {
+    requests.push_back(greedy(prompt(i), 20 + static_cast<int32_t>(i)));
+    expected.push_back(alone(requests.back()));
+    ASSERT_EQ(expected.back().final_event.finish_reason, FinishReason::kLength);
+  }
+  auto service = make(kN, 4);
+  std::vector<Collected> got(kN);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < kN; ++i) {
+    clients.emplace_back([&, i] {
+      auto h = service->submit(requests[i]);
+      ASSERT_TRUE(h.ok());
+      got[i] = collect(**h);
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  size_t max_batch = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(got[i].tokens, expected[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].text, expected[i].text) << "request " << i;
+    EXPECT_EQ(got[i].final_event.usage.completion_tokens, requests[i].max_tokens);
+    max_batch = std::max(max_batch, got[i].events.size());
+  }
+  EXPECT_NE(service->render_prometheus().find("synapse_generated_tokens_total"), std::string::npos);
+}
+
+TEST_F(ServiceTest, CancelFreesPagesWithinOneStep) {
+  auto service = make(2);
+  auto other = submit(*service, greedy(prompt(3), 30));
+  auto h = submit(*service, greedy(prompt(4), 400));
+  GenerationEvent e;
+  ASSERT_TRUE(h->next(e));
+  ASSERT_FALSE(e.final);
+  const uint64_t step_at_cancel = service->stats().steps;
+  h->cancel();
+  Collected rest = collect(*h);
+  EXPECT_EQ(rest.final_event.finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(rest.final_event.error.code(), ErrorCode::kCancelled);
+  EXPECT_LE(rest.final_event.step, step_at_cancel + 1);
+  EXPECT_LT(rest.final_event.usage.completion_tokens, 400u);
+  // The other request is unaffected and, when it is done, no page is held (cache off).
+  Collected o = collect(*other);
+  EXPECT_EQ(o.final_event.finish_reason, FinishReason::kLength);
+  EXPECT_EQ(o.tokens, alone(greedy(prompt(3), 30)).tokens);
+  EXPECT_EQ(service->stats().kv_pages_in_use, 0u);
+}
+
+TEST_F(ServiceTest, FullQueueRefusesWithQueueFull) {
+  ServiceConfig config;
+  config.scheduler.max_active = 1;
+  config.scheduler.max_queued = {2, 2, 2};
+  auto service = std::make_unique<Service>(*model_, *tokenizer_, config);
+  auto running = submit(*service, greedy(prompt(0), 400));
+  GenerationEvent e;
+  ASSERT_TRUE(running->next(e));  // it holds the only slot now
+  auto q1 = submit(*service, greedy(prompt(1), 4));
+  auto q2 = submit(*service, greedy(prompt(2), 4));
+  auto refused = service->submit(greedy(prompt(3), 4));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kQueueFull);
+  EXPECT_EQ(error_code_info(refused.status().code()).http_status, 429);
+  EXPECT_GE(service->retry_after_s(RequestClass::kInteractive), 1u);
+  EXPECT_LE(service->retry_after_s(RequestClass::kInteractive), 60u);
+  // Another class has its own queue.
+  auto other_class = submit(*service, greedy(prompt(3), 4, RequestClass::kBatch));
+  EXPECT_NE(service->render_prometheus().find(
+                "synapse_requests_total{class=\"interactive\",status=\"queue_full\"} 1"),
+            std::string::npos);
+  running->cancel();
+  EXPECT_EQ(collect(*q1).final_event.finish_reason, FinishReason::kLength);
+  EXPECT_EQ(collect(*q2).final_event.finish_reason, FinishReason::kLength);
+  EXPECT_EQ(collect(*other_class).final_event.finish_reason, FinishReason::kLength);
+}
+
+TEST_F(ServiceTest, InteractiveTakesTheReservedSlotAheadOfBackground) {
+  ServiceConfig config;
+  config.scheduler.max_active = 2;
+  config.scheduler.reserved_interactive_slots = 1;
+  auto service = std::make_unique<Service>(*model_, *tokenizer_, config);
+  auto bg1 = submit(*service, greedy(prompt(0), 300, RequestClass::kBackground));
+  auto bg2 = submit(*service, greedy(prompt(1), 10, RequestClass::kBackground));
+  GenerationEvent e;
+  ASSERT_TRUE(bg1->next(e));
+  const uint64_t submitted_at = service->stats().steps;
+  auto fg = submit(*service, greedy(prompt(2), 8, RequestClass::kInteractive));
+  Collected f = collect(*fg);
+  // The prompt (< 2 chunks) is prefilled in the next steps: the first token comes at once.
+  EXPECT_LE(f.events.front().step, submitted_at + 4);
+  Collected b2 = collect(*bg2);
+  EXPECT_GT(b2.events.front().step, f.final_event.step)
+      << "a background request started before the interactive one finished";
+  bg1->cancel();
+  collect(*bg1);
+}
+
+TEST_F(ServiceTest, BackgroundYieldsAfterItsQuantum) {
+  ServiceConfig config;
+  config.scheduler.max_active = 1;
+  config.scheduler.reserved_interactive_slots = 0;
+  config.scheduler.quantum_tokens = 4;
+  auto service = std::make_unique<Service>(*model_, *tokenizer_, config);
+  const GenerationRequest long_bg = greedy(prompt(0), 200, RequestClass::kBackground);
+  auto bg = submit(*service, long_bg);
+  GenerationEvent e;
+  ASSERT_TRUE(bg->next(e));
+  const uint64_t submitted_at = service->stats().steps;
+  auto fg = submit(*service, greedy(prompt(2), 6, RequestClass::kInteractive));
+  Collected f = collect(*fg);
+  Collected b = collect(*bg);
+  EXPECT_LT(f.final_event.step, b.final_event.step);
+  // Within a quantum plus the prefill steps.
+  EXPECT_LE(f.events.front().step, submitted_at + 4 + 4);
+  // Preemption keeps the KV: the background output is what it is alone.
+  b.tokens.insert(b.tokens.begin(), e.tokens.front().token);
+  EXPECT_EQ(b.tokens, alone(long_bg).tokens);
+  EXPECT_NE(service->render_prometheus().find("synapse_preemptions_total 1"), std::string::npos);
+}
+
+TEST_F(ServiceTest, DeadlinesOnAFakeClock) {
+  std::atomic<int64_t> fake_ms{0};
+  ServiceConfig config;
+  config.scheduler.max_active = 1;
+  const Clock::time_point origin = Clock::now();
+  config.clock = [&] { return origin + std::chrono::milliseconds(fake_ms.load()); };
+  config.idle_poll = 5ms;
+  auto service = std::make_unique<Service>(*model_, *tokenizer_, config);
+  GenerationRequest running = greedy(prompt(0), 400);
+  running.deadline = origin + 5s;
+  auto a = submit(*service, running);
+  GenerationEvent e;
+  ASSERT_TRUE(a->next(e));
+  GenerationRequest queued = greedy(prompt(1), 4);
+  queued.deadline = origin + 1s;
+  auto b = submit(*service, queued);
+  fake_ms = 2000;  // b expires in the queue; a keeps running
+  Collected cb = collect(*b);
+  EXPECT_EQ(cb.final_event.finish_reason, FinishReason::kError);
+  EXPECT_EQ(cb.final_event.error.code(), ErrorCode::kDeadlineExceeded);
+  EXPECT_EQ(cb.final_event.usage.completion_tokens, 0u);
+  EXPECT_FALSE(a->finished());
+  fake_ms = 6000;  // a expires mid-generation
+  Collected ca = collect(*a);
+  EXPECT_EQ(ca.final_event.error.code(), ErrorCode::kDeadlineExceeded);
+  EXPECT_GT(ca.final_event.usage.completion_tokens, 0u);
+  EXPECT_EQ(service->stats().kv_pages_in_use, 0u);
+}
+
+TEST_F(ServiceTest, PrefixReuseHitsAndGivesIdenticalOutput) {
+  auto service = make(1, 4);
+  const std::vector<int32_t> base = prompt(5);
+  ASSERT_GE(base.size(), 12u);
+  const GenerationRequest first = greedy(base, 10);
+  Collected c1 = collect(*submit(*service, first));
+  EXPECT_EQ(c1.final_event.usage.cached_prompt_tokens, 0u);
+  EXPECT_EQ(service->stats().cached_sequences, 1u);
+
+  // A prompt sharing all but the last 3 tokens of `base` forks the cached sequence.
+  std::vector<int32_t> p2(base.begin(), base.end() - 3);
+  for (int32_t t : prompt(6)) p2.push_back(t);
+  const GenerationRequest second = greedy(p2, 10);
+  Collected c2 = collect(*submit(*service, second));
+  EXPECT_EQ(c2.final_event.usage.cached_prompt_tokens, base.size() - 3);
+  EXPECT_EQ(c2.tokens, alone(second).tokens);
+  EXPECT_EQ(c2.text, alone(second).text);
+
+  // A follow-up turn: the first prompt, its answer, more text. It takes over the sequence.
+  std::vector<int32_t> p3 = base;
+  p3.insert(p3.end(), c1.tokens.begin(), c1.tokens.end() - 1);  // the last was never fed
+  for (int32_t t : prompt(7)) p3.push_back(t);
+  const GenerationRequest third = greedy(p3, 10);
+  Collected c3 = collect(*submit(*service, third));
+  EXPECT_EQ(c3.final_event.usage.cached_prompt_tokens, base.size() + c1.tokens.size() - 1);
+  EXPECT_EQ(c3.tokens, alone(third).tokens);
+  EXPECT_EQ(service->stats().prefix_hits, 2u);
+
+  // An identical prompt reuses all but its last token.
+  Collected c4 = collect(*submit(*service, first));
+  EXPECT_EQ(c4.final_event.usage.cached_prompt_tokens, base.size() - 1);
+  EXPECT_EQ(c4.tokens, c1.tokens);
+}
+
+TEST_F(ServiceTest, EvictsCachedSequencesWhenThePoolIsShort) {
+  ServiceConfig config;
+  config.scheduler.max_active = 1;
+  config.max_cached_sequences = 16;
+  config.page_tokens = 8;
+  config.max_kv_pages = 24;  // room for about two finished requests
+  auto service = std::make_unique<Service>(*model_, *tokenizer_, config);
+  for (size_t i = 0; i < 6; ++i) {
+    const GenerationRequest r = greedy(prompt(i + 10), 40);
+    Collected c = collect(*submit(*service, r));
+    ASSERT_EQ(c.final_event.finish_reason, FinishReason::kLength)
+        << c.final_event.error.to_string();
+    EXPECT_EQ(c.tokens, alone(r).tokens);
+  }
+  EXPECT_LT(service->stats().cached_sequences, 6u);
+  EXPECT_LE(service->stats().kv_pages_in_use, 24u);
+}
+
+TEST_F(ServiceTest, StopStringsAndEndOfGeneration) {
+  const GenerationRequest plain = greedy(prompt(8), 30);
+  const Collected reference = alone(plain);
+  ASSERT_GE(reference.text.size(), 12u);
+  // A stop string from the middle of the text: the text before its first occurrence, no more.
+  GenerationRequest with_stop = plain;
+  const std::string stop = reference.text.substr(8, 3);
+  with_stop.stop = {"\x01never", stop};
+  const Collected s = alone(with_stop);
+  EXPECT_EQ(s.final_event.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(s.final_event.matched_stop, std::optional<size_t>(1));
+  EXPECT_EQ(s.text, reference.text.substr(0, reference.text.find(stop)));
+  // An end-of-generation token: generation stops at its first occurrence, which is not emitted.
+  GenerationRequest with_eog = plain;
+  const int32_t eog = reference.tokens[5];
+  with_eog.eog_tokens = {eog};
+  const Collected g = alone(with_eog);
+  const size_t first = static_cast<size_t>(
+      std::find(reference.tokens.begin(), reference.tokens.end(), eog) - reference.tokens.begin());
+  EXPECT_EQ(g.final_event.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(g.tokens, std::vector<int32_t>(reference.tokens.begin(),
+                                           reference.tokens.begin() + static_cast<long>(first)));
+  EXPECT_EQ(g.final_event.usage.completion_tokens, first + 1);
+}
+
+TEST_F(ServiceTest, LogprobsOfGreedyTokens) {
+  GenerationRequest r = greedy(prompt(9), 6);
+  r.logprobs = true;
+  r.top_logprobs = 3;
+  const Collected c = alone(r);
+  ASSERT_EQ(c.tokens.size(), 6u);
+  for (const GenerationEvent& e : c.events) {
+    for (const GeneratedToken& t : e.tokens) {
+      ASSERT_TRUE(t.logprobs.has_value());
+      EXPECT_EQ(t.logprobs->chosen.token, t.token);
+      ASSERT_EQ(t.logprobs->n_top, 3);
+      EXPECT_EQ(t.logprobs->top()[0].token, t.token);
+      EXPECT_LE(t.logprobs->chosen.logprob, 0.0f);
+    }
+  }
+}
+
+TEST_F(ServiceTest, InvalidRequestsAreRefusedWithTheirField) {
+  auto service = make(1);
+  auto expect = [&](GenerationRequest r, ErrorCode code, const std::string& field) {
+    auto h = service->submit(std::move(r));
+    ASSERT_FALSE(h.ok());
+    EXPECT_EQ(h.status().code(), code) << h.status().to_string();
+    EXPECT_EQ(h.status().where().field, field) << h.status().to_string();
+  };
+  expect(greedy({}, 4), ErrorCode::kInvalidArgument, "prompt");
+  expect(greedy({-1}, 4), ErrorCode::kInvalidArgument, "prompt");
+  expect(greedy(std::vector<int32_t>(513, 1), 4), ErrorCode::kLimitExceeded, "prompt");
+  expect(greedy({1, 2}, 0), ErrorCode::kInvalidArgument, "max_tokens");
+  GenerationRequest r = greedy({1, 2}, 4);
+  r.top_logprobs = 21;
+  expect(r, ErrorCode::kInvalidArgument, "top_logprobs");
+  r = greedy({1, 2}, 4);
+  r.sampling.top_p = 2.0f;
+  expect(r, ErrorCode::kInvalidArgument, "top_p");
+  r = greedy({1, 2}, 4);
+  r.stop = {""};
+  expect(r, ErrorCode::kInvalidArgument, "stop");
+}
+
+TEST_F(ServiceTest, ShutdownWithRequestsInFlight) {
+  auto service = make(2);
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (size_t i = 0; i < 4; ++i) handles.push_back(submit(*service, greedy(prompt(i), 400)));
+  GenerationEvent e;
+  ASSERT_TRUE(handles[0]->next(e));
+  service->shutdown(0ms);
+  for (auto& h : handles) {
+    const Collected c = collect(*h);
+    EXPECT_TRUE(c.final_event.final);
+    EXPECT_EQ(c.final_event.finish_reason, FinishReason::kCancelled);
+    EXPECT_EQ(c.final_event.error.code(), ErrorCode::kUnavailable);
+  }
+  auto late = service->submit(greedy(prompt(0), 4));
+  EXPECT_EQ(late.status().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(service->stats().kv_pages_in_use, 0u);
+
+  // A graceful shutdown lets short requests finish.
+  auto graceful = make(2);
+  auto h1 = submit(*graceful, greedy(prompt(1), 5));
+  auto h2 = submit(*graceful, greedy(prompt(2), 5, RequestClass::kBatch));
+  graceful->shutdown(60s);
+  EXPECT_EQ(collect(*h1).final_event.finish_reason, FinishReason::kLength);
+  EXPECT_EQ(collect(*h2).final_event.finish_reason, FinishReason::kLength);
+}
+
+}  // namespace
+}  // namespace synapse::serve

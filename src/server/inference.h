@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the generation routes of the HTTP server need: the service to submit to, the model's
+// tokenizer (immutable, shared by the HTTP threads), its chat template and the served model's
+// id. Built once by `synapse serve` (or a test) and handed to HttpServer by pointer; it must
+// outlive the server.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "chat/chat_template.h"
+#include "serve/service.h"
+#include "tokenizer/tokenizer.h"
+
+namespace synapse::server {
+
+struct Inference {
+  serve::Service* service = nullptr;
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  std::string model_id;  // requests naming another model get model_not_found
+  // The chat template; when absent, /v1/chat/completions answers `no_chat_template` (400)
+  // with this status's message.
+  std::optional<chat::ChatTemplate> chat_template;
+  Status no_chat_template;
+  std::string bos_token;  // the template's bos_token / eos_token variables
+  std::string eos_token;
+  int32_t default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+};
+
+}  // namespace synapse::server

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/inference_routes.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "api/api_error.h"
+#include "api/responses.h"
+#include "server/connection_probe.h"
+
+namespace synapse::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::string_view kJson = "application/json";
+// How often a waiting handler looks at its connection: a client that disconnects is cancelled
+// within this time plus one engine step.
+constexpr auto kPollInterval = 50ms;
+constexpr const char* kClassHeader = "X-Synapse-Class";
+// Status logged (and counted in /metrics) for a request whose client went away first; nginx's
+// "client closed request".
+constexpr int kClientClosedRequest = 499;
+
+void send_error(httplib::Response& res, const Status& status,
+                std::optional<uint32_t> retry_s = {}) {
+  const api::ApiError error = api::api_error_from_status(status);
+  res.status = error.http_status;
+  if (retry_s) res.set_header("Retry-After", std::to_string(*retry_s));
+  res.set_content(api::error_body(error), std::string(kJson));
+}
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "cmpl-" / "chatcmpl-" and 24 hex digits: random per process, then counted.
+std::string new_id(std::string_view prefix) {
+  static const uint64_t base = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  static std::atomic<uint64_t> counter{0};
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(base),
+                static_cast<unsigned long long>(++counter & 0xffffffffu));
+  return std::string(prefix) + buf;
+}
+
+// The scheduling class: the body's "priority", else the X-Synapse-Class header, else
+// interactive.
+Result<serve::RequestClass> request_class(const std::string& priority,
+                                          const httplib::Request& req) {
+  if (!priority.empty()) return *serve::request_class_from_name(priority);
+  if (!req.has_header(kClassHeader)) return serve::RequestClass::kInteractive;
+  const std::string name = req.get_header_value(kClassHeader);
+  if (auto c = serve::request_class_from_name(name)) return *c;
+  return Status(ErrorCode::kInvalidValue,
+                std::string(kClassHeader) + " must be 'interactive', 'batch' or 'background'",
+                ErrorWhere{.field = kClassHeader});
+}
+
+// OpenAI's sampling fields onto the sampler's. OpenAI's penalties count every generated token,
+// so the penalty window is unbounded when one is set.
+SamplingParams sampler_params(const api::SamplingParams& s) {
+  SamplingParams p;
+  p.temperature = static_cast<float>(s.temperature);
+  p.top_p = static_cast<float>(s.top_p);
+  p.top_k = static_cast<int32_t>(s.top_k);
+  p.min_p = static_cast<float>(s.min_p);
+  p.repeat_penalty = static_cast<float>(s.repeat_penalty);
+  p.frequency_penalty = static_cast<float>(s.frequency_penalty);
+  p.presence_penalty = static_cast<float>(s.presence_penalty);
+  if (s.frequency_penalty != 0.0 || s.presence_penalty != 0.0) p.penalty_last_n = -1;
+  for (const auto& [token, bias] : s.logit_bias) {
+    p.logit_bias.push_back({token, static_cast<float>(bias)});
+  }
+  p.seed = s.seed ? static_cast<uint64_t>(*s.seed) : SamplingParams::kRandomSeed;
+  return p;
+}
+
+std::string token_bytes(const tokenizer::Tokenizer& tok, int32_t id) {
+  std::string out;
+  tok.append_token_bytes(id, {.render_special = false, .strip_leading_space = false}, out);
+  return out;
+}
+
+void append_logprobs(const tokenizer::Tokenizer& tok, const serve::GenerationEvent& e,
+                     std::vector<api::TokenLogprob>& out) {
+  for (const serve::GeneratedToken& t : e.tokens) {
+    if (!t.logprobs) continue;
+    api::TokenLogprob lp;
+    lp.token = token_bytes(tok, t.token);
+    lp.logprob = t.logprobs->chosen.logprob;
+    for (const TokenLogprob& alt : t.logprobs->top()) {
+      lp.top.emplace_back(token_bytes(tok, alt.token), alt.logprob);
+    }
+    out.push_back(std::move(lp));
+  }
+}
+
+api::FinishReason api_finish(serve::FinishReason r) {
+  return r == serve::FinishReason::kLength ? api::FinishReason::kLength : api::FinishReason::kStop;
+}
+
+// Why a final event carries no completion: the service's error, or the client's cancellation.
+Status final_error(const serve::GenerationEvent& e) {
+  if (!e.error.ok()) return e.error;
+  return Status(ErrorCode::kCancelled, "the request was cancelled");
+}
+
+// One request on its way to the service: everything both endpoints share after parsing.
+struct Prepared {
+  serve::GenerationRequest request;
+  api::ResponseMeta meta;
+  bool chat = false;
+  api::StreamParams stream;
+  bool logprobs = false;
+  std::string echo;  // completions: the prompt text written before the completion
+};
+
+class Routes {
+ public:
+  Routes(const Inference& inference, const api::RequestLimits& limits)
+      : inf_(inference), limits_(limits) {}
+
+  void completions(const httplib::Request& req, httplib::Response& res) const {
+    Result<api::CompletionRequest> body = api::parse_completion_request(req.body, limits_);
+    if (!body.ok()) return send_error(res, body.status());
+    Prepared p;
+    p.meta = {new_id("cmpl-"), unix_seconds(), inf_.model_id};
+    if (Status s = check_model(body->model); !s.ok()) return send_error(res, s);
+    std::vector<int32_t> prompt = body->prompt_tokens;
+    if (body->prompt_text) {
+      prompt = encode(*body->prompt_text, true);
+    }
+    if (prompt.empty()) {
+      const int32_t bos = inf_.tokenizer->vocab().special().bos;
+      if (bos == tokenizer::kNoToken) {
+        return send_error(res, Status(ErrorCode::kInvalidValue,
+                                      "the prompt is empty and the model has no BOS token",
+                                      ErrorWhere{.field = "prompt"}));
+      }
+      prompt.push_back(bos);
+    }
+    if (body->echo) {
+      if (body->logprobs) {
+        return send_error(res, Status(ErrorCode::kUnsupportedParameter,
+                                      "'echo' together with 'logprobs' is not supported",
+                                      ErrorWhere{.field = "echo"}));
+      }
+      if (body->prompt_text) {
+        p.echo = *body->prompt_text;
+      } else {
+        Result<std::string> text = inf_.tokenizer->decode(prompt);
+        if (!text.ok()) return send_error(res, std::move(text).take_status().with_field("prompt"));
+        p.echo = *text;
+      }
+    }
+    p.stream = body->stream;
+    p.logprobs = body->logprobs.has_value();
+    p.request.logprobs = p.logprobs;
+    p.request.top_logprobs = body->logprobs.value_or(0);
+    const int64_t max_tokens =
+        body->sampling.max_tokens.value_or(inf_.default_completion_max_tokens);
+    if (Status s =
+            fill(p, std::move(prompt), body->sampling, max_tokens, "prompt", body->priority, req);
+        !s.ok()) {
+      return send_error(res, s);
+    }
+    if (max_tokens == 0) return answer_empty(p, res);  // OpenAI: only the (echoed) prompt
+    run(std::move(p), req, res);
+  }
+
+  void chat_completions(const httplib::Request& req, httplib::Response& res) const {
+    Result<api::ChatCompletionRequest> body = api::parse_chat_completion_request(req.body, limits_);
+    if (!body.ok()) return send_error(res, body.status());
+    if (Status s = check_model(body->model); !s.ok()) return send_error(res, s);
+    if (!inf_.chat_template) return send_error(res, inf_.no_chat_template);
+    chat::ChatRenderInput input;
+    input.messages = std::move(body->messages);
+    input.tools = std::move(body->tools);
+    input.bos_token = inf_.bos_token;
+    input.eos_token = inf_.eos_token;
+    Result<std::string> text = inf_.chat_template->render(input);
+    if (!text.ok()) return send_error(res, std::move(text).take_status().with_field("messages"));
+    // Templates usually write the BOS token themselves; add it only when this one did not.
+    const bool add_bos = inf_.bos_token.empty() || !text->starts_with(inf_.bos_token);
+    std::vector<int32_t> prompt = encode(*text, add_bos);
+    Prepared p;
+    p.chat = true;
+    p.meta = {new_id("chatcmpl-"), unix_seconds(), inf_.model_id};
+    p.stream = body->stream;
+    p.logprobs = body->logprobs;
+    p.request.logprobs = body->logprobs;
+    p.request.top_logprobs = body->top_logprobs;
+    // No max_tokens: until the end of generation or a full context.
+    const int64_t room =
+        static_cast<int64_t>(inf_.service->n_ctx()) - static_cast<int64_t>(prompt.size());
+    const int64_t max_tokens = body->sampling.max_tokens.value_or(std::max<int64_t>(room, 1));
+    if (Status s =
+            fill(p, std::move(prompt), body->sampling, max_tokens, "messages", body->priority, req);
+        !s.ok()) {
+      return send_error(res, s);
+    }
+    run(std::move(p), req, res);
+  }
+
+  void tokenize(const httplib::Request& req, httplib::Response& res) const {
+    Result<api::TokenizeRequest> body = api::parse_tokenize_request(req.body, limits_);
+    if (!body.ok()) return send_error(res, body.status());
+    const std::vector<int32_t> ids = inf_.tokenizer->encode(
+        body->content, {.add_special = body->add_special, .parse_special = true});
+    std::vector<api::TokenPiece> pieces;
+    pieces.reserve(ids.size());
+    for (int32_t id : ids) {
+      pieces.push_back({id, body->with_pieces ? token_bytes(*inf_.tokenizer, id) : std::string()});
+    }
+    res.set_content(api::tokenize_response(pieces, body->with_pieces), std::string(kJson));
+  }
+
+  void detokenize(const httplib::Request& req, httplib::Response& res) const {
+    Result<api::DetokenizeRequest> body = api::parse_detokenize_request(req.body, limits_);
+    if (!body.ok()) return send_error(res, body.status());
+    Result<std::string> text = inf_.tokenizer->decode(body->tokens);
+    if (!text.ok()) {
+      return send_error(res, Status(ErrorCode::kInvalidValue, text.status().message(),
+                                    ErrorWhere{.field = "tokens"}));
+    }
+    res.set_content(api::detokenize_response(*text), std::string(kJson));
+  }
+
+ private:
+  Status check_model(const std::string& model) const {
+    if (model.empty() || model == inf_.model_id) return ok_status();
+    return Status(
+        ErrorCode::kModelNotFound,
+        "the model '" + model + "' does not exist; this server serves '" + inf_.model_id + "'",
+        ErrorWhere{.field = "model"});
+  }
+
+  std::vector<int32_t> encode(const std::string& text, bool add_special) const {
+    return inf_.tokenizer->encode(text, {.add_special = add_special, .parse_special = true});
+  }
+
+  Status fill(Prepared& p, std::vector<int32_t> prompt, const api::SamplingParams& sampling,
+              int64_t max_tokens, const char* prompt_field, const std::string& priority,
+              const httplib::Request& req) const {
+    const size_t n_ctx = inf_.service->n_ctx();
+    if (prompt.size() > n_ctx) {
+      return Status(ErrorCode::kContextLengthExceeded,
+                    "the prompt has " + std::to_string(prompt.size()) +
+                        " tokens; this model's context holds " + std::to_string(n_ctx),
+                    ErrorWhere{.field = prompt_field});
+    }
+    SYN_ASSIGN_OR_RETURN(p.request.request_class, request_class(priority, req));
+    p.request.id = p.meta.id;
+    p.request.prompt = std::move(prompt);
+    p.request.max_tokens = static_cast<int32_t>(std::min<int64_t>(max_tokens, 1 << 24));
+    p.request.sampling = sampler_params(sampling);
+    p.request.stop = sampling.stop;
+    return ok_status();
+  }
+
+  void answer_empty(const Prepared& p, httplib::Response& res) const {
+    api::CompletionResult result;
+    result.text = p.echo;
+    result.finish_reason = api::FinishReason::kLength;
+    result.usage.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
+    if (p.stream.stream) {
+      std::string body = api::completion_chunk(p.meta, result.text, result.finish_reason);
+      if (p.stream.include_usage) body += api::usage_chunk(p.meta, false, result.usage);
+      body += api::sse_done();
+      res.set_content(body, "text/event-stream");
+      return;
+    }
+    res.set_content(api::completion_response(p.meta, result), std::string(kJson));
+  }
+
+  // Submits and answers: one JSON object, or a stream of server-sent events.
+  void run(Prepared p, const httplib::Request& req, httplib::Response& res) const {
+    serve::Service& service = *inf_.service;
+    const serve::RequestClass c = p.request.request_class;
+    const size_t prompt_tokens = p.request.prompt.size();
+    Result<std::shared_ptr<serve::RequestHandle>> submitted = service.submit(std::move(p.request));
+    if (!submitted.ok()) {
+      Status s = submitted.status();
+      if (s.code() == ErrorCode::kLimitExceeded && s.where().field == "prompt") {
+        s = Status(ErrorCode::kContextLengthExceeded, s.message(),
+                   ErrorWhere{.field = p.chat ? "messages" : "prompt"});
+      }
+      const bool retry = s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable;
+      return send_error(res, s, retry ? std::optional(service.retry_after_s(c)) : std::nullopt);
+    }
+    std::shared_ptr<serve::RequestHandle> handle = std::move(*submitted);
+    auto probe =
+        std::make_shared<ConnectionProbe>(req.remote_addr, req.remote_port, req.local_port);
+    if (p.stream.stream) {
+      return stream(std::move(p), prompt_tokens, std::move(handle), std::move(probe), res);
+    }
+
+    std::string text = p.echo;
+    std::vector<api::TokenLogprob> logprobs;
+    serve::GenerationEvent e;
+    for (;;) {
+      const auto wait = handle->next_for(e, kPollInterval);
+      if (wait == serve::RequestHandle::Wait::kFinished) break;
+      // Events may come every few milliseconds, so the probe runs on time, not on timeouts.
+      if (probe->peer_closed_every(kPollInterval)) {
+        handle->cancel();  // the slot and its KV pages are freed within one engine step
+        res.status = kClientClosedRequest;
+        return;
+      }
+      if (wait == serve::RequestHandle::Wait::kTimeout) continue;
+      text += e.text;
+      if (p.logprobs) append_logprobs(*inf_.tokenizer, e, logprobs);
+      if (e.final) break;
+    }
+    if (e.finish_reason == serve::FinishReason::kCancelled ||
+        e.finish_reason == serve::FinishReason::kError) {
+      return send_error(res, final_error(e));
+    }
+    const api::Usage usage{static_cast<int64_t>(prompt_tokens),
+                           static_cast<int64_t>(e.usage.completion_tokens)};
+    std::optional<std::vector<api::TokenLogprob>> lp;
+    if (p.logprobs) lp = std::move(logprobs);
+    if (p.chat) {
+      res.set_content(
+          api::chat_completion_response(
+              p.meta, {std::move(text), api_finish(e.finish_reason), std::move(lp), usage}),
+          std::string(kJson));
+    } else {
+      res.set_content(
+          api::completion_response(
+              p.meta, {std::move(text), api_finish(e.finish_reason), std::move(lp), usage}),
+          std::string(kJson));
+    }
+  }
+
+  // The stream's state lives in the content provider, which httplib calls after the handler
+  // returns, until it says the stream is done or a write fails.
+  struct Stream {
+    const tokenizer::Tokenizer* tokenizer = nullptr;
+    Prepared p;
+    size_t prompt_tokens = 0;
+    std::shared_ptr<serve::RequestHandle> handle;
+    std::shared_ptr<ConnectionProbe> probe;
+    bool started = false;
+    bool done = false;
+    int64_t text_offset = 0;
+
+    bool write(httplib::DataSink& sink, const std::string& data) {
+      if (sink.write(data.data(), data.size())) return true;
+      handle->cancel();  // the client has gone
+      return false;
+    }
+
+    // One call: waits for one event (or a poll interval) and writes what it brings.
+    bool pump(httplib::DataSink& sink) {
+      if (!started) {
+        started = true;
+        std::string first = p.echo;
+        if (p.chat) {
+          if (!write(sink, api::chat_chunk(p.meta, {.role = true, .content = ""}, std::nullopt))) {
+            return false;
+          }
+        } else if (!first.empty()) {
+          if (!write(sink, api::completion_chunk(p.meta, first, std::nullopt))) return false;
+          text_offset += static_cast<int64_t>(first.size());
+        }
+      }
+      serve::GenerationEvent e;
+      const auto wait = handle->next_for(e, kPollInterval);
+      if (probe->peer_closed_every(kPollInterval)) {
+        handle->cancel();
+        return false;
+      }
+      if (wait == serve::RequestHandle::Wait::kTimeout) return true;
+      if (wait == serve::RequestHandle::Wait::kFinished) {
+        done = true;
+        sink.done();
+        return true;
+      }
+      std::vector<api::TokenLogprob> logprobs;
+      if (p.logprobs) append_logprobs(*tokenizer, e, logprobs);
+      const auto* lp = p.logprobs && !logprobs.empty() ? &logprobs : nullptr;
+      if (!e.text.empty() || lp != nullptr) {
+        const std::string chunk =
+            p.chat ? api::chat_chunk(p.meta, {.content = e.text}, std::nullopt, lp)
+                   : api::completion_chunk(p.meta, e.text, std::nullopt, lp, text_offset);
+        text_offset += static_cast<int64_t>(e.text.size());
+        if (!write(sink, chunk)) return false;
+      }
+      if (!e.final) return true;
+      std::string tail;
+      if (e.finish_reason == serve::FinishReason::kCancelled ||
+          e.finish_reason == serve::FinishReason::kError) {
+        // Headers are gone; OpenAI streams an error as an event of its own.
+        tail = api::sse_event(api::error_body(api::api_error_from_status(final_error(e))));
+      } else {
+        const api::FinishReason finish = api_finish(e.finish_reason);
+        tail = p.chat ? api::chat_chunk(p.meta, {}, finish)
+                      : api::completion_chunk(p.meta, "", finish);
+        if (p.stream.include_usage) {
+          tail += api::usage_chunk(p.meta, p.chat,
+                                   {static_cast<int64_t>(prompt_tokens),
+                                    static_cast<int64_t>(e.usage.completion_tokens)});
+        }
+      }
+      tail += api::sse_done();
+      if (!write(sink, tail)) return false;
+      done = true;
+      sink.done();
+      return true;
+    }
+  };
+
+  void stream(Prepared p, size_t prompt_tokens, std::shared_ptr<serve::RequestHandle> handle,
+              std::shared_ptr<ConnectionProbe> probe, httplib::Response& res) const {
+    auto state = std::make_shared<Stream>();
+    state->tokenizer = inf_.tokenizer;
+    state->prompt_tokens = prompt_tokens;
+    state->p = std::move(p);
+    state->handle = std::move(handle);
+    state->probe = std::move(probe);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [state](size_t /*offset*/, httplib::DataSink& sink) { return state->pump(sink); },
+        // Called when the stream ends for any reason; one that did not finish is cancelled
+        // (the server stopping, a failed write httplib saw first).
+        [state](bool /*success*/) {
+          if (!state->done) state->handle->cancel();
+        });
+  }
+
+  const Inference& inf_;
+  const api::RequestLimits limits_;
+};
+
+}  // namespace
+
+void add_inference_routes(httplib::Server& http, const Inference& inference,
+                          const api::RequestLimits& limits) {
+  auto routes = std::make_shared<const Routes>(inference, limits);
+  http.Post("/v1/completions", [routes](const httplib::Request& req, httplib::Response& res) {
+    routes->completions(req, res);
+  });
+  http.Post("/v1/chat/completions", [routes](const httplib::Request& req, httplib::Response& res) {
+    routes->chat_completions(req, res);
+  });
+  http.Post("/tokenize", [routes](const httplib::Request& req, httplib::Response& res) {
+    routes->tokenize(req, res);
+  });
+  http.Post("/detokenize", [routes](const httplib::Request& req, httplib::Response& res) {
+    routes->detokenize(req, res);
+  });
+}
+
+}  // namespace synapse::server

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+// The generation routes of the HTTP server: POST /v1/completions, /v1/chat/completions,
+// /tokenize and /detokenize. Handlers run on HTTP threads and only parse, template, tokenize,
+// submit to the Service and turn its events into JSON or server-sent events; they cancel the
+// request when the client goes away. Private to the server library (it names httplib types).
+#pragma once
+
+#include <httplib.h>
+
+#include "api/requests.h"
+#include "server/inference.h"
+
+namespace synapse::server {
+
+void add_inference_routes(httplib::Server& http, const Inference& inference,
+                          const api::RequestLimits& limits);
+
+}  // namespace synapse::server
