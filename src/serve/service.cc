@@ -98,8 +98,7 @@ struct Service::LoopState {
 };
 
 Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, ServiceConfig config)
-    : model_(model),
-      tokenizer_(tokenizer),
+    : tokenizer_(tokenizer),
       config_(std::move(config)),
       n_ctx_(model.n_ctx()),
       n_vocab_(model.n_vocab()),

@@ -111,7 +111,6 @@ class Service {
   void release_sequence(Job& job, bool keep_in_cache);
   void publish_stats();
 
-  DecoderModel& model_;
   const tokenizer::Tokenizer& tokenizer_;
   ServiceConfig config_;
   uint32_t n_ctx_ = 0;
