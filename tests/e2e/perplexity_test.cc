@@ -78,9 +78,8 @@ TEST(Perplexity, KlDivergenceAgainstSavedLogits) {
   const double base_ppl = Json::parse(base.stdout_text)["ppl"].get<double>();
 
   // The model against its own logits: bit-identical, so exactly zero.
-  const auto self =
-      run_command(synapse_cli() + " perplexity -m " + q(f32) + " --kl-divergence " + q(saved) +
-                  " -t 2 --json");
+  const auto self = run_command(synapse_cli() + " perplexity -m " + q(f32) + " --kl-divergence " +
+                                q(saved) + " -t 2 --json");
   ASSERT_EQ(self.exit_code, 0) << self.stderr_text;
   const Json s = Json::parse(self.stdout_text);
   EXPECT_EQ(s["kld_mean"].get<double>(), 0.0);
@@ -104,16 +103,16 @@ TEST(Perplexity, KlDivergenceAgainstSavedLogits) {
   EXPECT_EQ(k["kld_mean"], by_threads[1]["kld_mean"]);
   EXPECT_EQ(k["same_top"], by_threads[1]["same_top"]);
   EXPECT_EQ(k["ppl"], by_threads[1]["ppl"]);
-  std::printf("tiny-llama Q4_K_M vs F32, 12 chunks: KLD %.6f +/- %.6f, same top %.2f%%, "
-              "PPL %.3f vs %.3f\n",
-              k["kld_mean"].get<double>(), k["kld_err"].get<double>(),
-              100 * k["same_top"].get<double>(), k["ppl"].get<double>(),
-              k["ppl_base"].get<double>());
+  std::printf(
+      "tiny-llama Q4_K_M vs F32, 12 chunks: KLD %.6f +/- %.6f, same top %.2f%%, "
+      "PPL %.3f vs %.3f\n",
+      k["kld_mean"].get<double>(), k["kld_err"].get<double>(), 100 * k["same_top"].get<double>(),
+      k["ppl"].get<double>(), k["ppl_base"].get<double>());
 
   // A reference for another vocabulary is refused.
   SYN_REQUIRE_FIXTURE(stories, "models/stories260K.gguf");
-  const auto other = run_command(synapse_cli() + " perplexity -m " + q(stories) +
-                                 " --kl-divergence " + q(saved));
+  const auto other =
+      run_command(synapse_cli() + " perplexity -m " + q(stories) + " --kl-divergence " + q(saved));
   EXPECT_NE(other.exit_code, 0);
   EXPECT_NE(other.stderr_text.find("size_mismatch"), std::string::npos) << other.stderr_text;
 }
