@@ -219,7 +219,10 @@ int run_serve(const ServeOptions& o) {
 
 void add_serve_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
-  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  CLI::App* cmd =
+      app.add_subcommand("serve",
+                         "Serve a model over an OpenAI-compatible HTTP API (a BERT-family model: "
+                         "/v1/embeddings and /v1/rerank)");
   add_run_options(cmd, o->run);
   cmd->add_option("--host", o->host, "Address to listen on (loopback unless told otherwise)")
       ->capture_default_str();
