@@ -44,12 +44,12 @@ void synth(const std::string& args, const std::string& path) {
 // One `synapse serve` process on a free port; SIGTERM and a wait when the object dies.
 class Server {
  public:
-  Server(const std::string& model, const std::string& log_path) {
+  Server(const std::string& model, const std::string& log_path, const std::string& extra_args) {
     int out[2];
     if (pipe(out) != 0) return;
     const std::string command = "exec " + synapse_cli() + " serve -m " + quote(model) +
-                                " --port 0 --threads 1 --alias m --api-key " + kKey + " 2>" +
-                                quote(log_path);
+                                " --port 0 --threads 1 --alias m --api-key " + kKey + " " +
+                                extra_args + " 2>" + quote(log_path);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], STDOUT_FILENO);
@@ -198,8 +198,8 @@ class ServeEmbedTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
-  static std::unique_ptr<Server> start(const std::string& model) {
-    auto s = std::make_unique<Server>(dir_->file(model), dir_->file(model + ".log"));
+  static std::unique_ptr<Server> start(const std::string& model, const std::string& args = "") {
+    auto s = std::make_unique<Server>(dir_->file(model), dir_->file(model + ".log"), args);
     EXPECT_GT(s->port(), 0) << "no URL in the start-up line: '" << s->banner() << "'\n"
                             << testing::read_file_text(dir_->file(model + ".log"));
     return s;
@@ -350,6 +350,33 @@ TEST_F(ServeEmbedTest, BadInput) {
                "unsupported_parameter", "model");
   expect_error(post(*server, "/v1/rerank", R"({"query": "a", "documents": ["b"]})"),
                "unsupported_parameter", "model");
+  EXPECT_EQ(server->stop(), 0);
+}
+
+TEST_F(ServeEmbedTest, FullQueueAnswers429) {
+  auto server = start("bert.gguf", "--queue-limit 1");
+  ASSERT_GT(server->port(), 0);
+  // Many clients at once against a queue of one: each gets its vectors or a 429 queue_full
+  // with Retry-After, never anything else.
+  std::vector<std::string> many(64, "the cat sat on the mat");
+  const std::string body = Json{{"input", many}}.dump();
+  std::vector<Reply> replies(12);
+  std::vector<std::thread> clients;
+  for (size_t c = 0; c < replies.size(); ++c) {
+    clients.emplace_back([&, c] { replies[c] = post(*server, "/v1/embeddings", body); });
+  }
+  for (std::thread& t : clients) t.join();
+  size_t ok = 0;
+  for (const Reply& r : replies) {
+    if (r.status == 200) {
+      ++ok;
+      EXPECT_EQ(r.body["data"].size(), many.size());
+      continue;
+    }
+    expect_error(r, "queue_full", "", 429);
+    EXPECT_NE(r.headers.find("Retry-After: "), std::string::npos) << r.headers;
+  }
+  EXPECT_GE(ok, 1u);
   EXPECT_EQ(server->stop(), 0);
 }
 
