@@ -3,17 +3,23 @@
 // [--threads N] [--chat-template NAME] [--queue-limit N]`: loads the model once (with the
 // serving decoder options: batch-invariant logits), starts the service's engine loop and the
 // HTTP server, prints the URL, and on SIGINT/SIGTERM stops admitting, lets requests in flight
-// finish for --shutdown-grace seconds, cancels the rest and exits.
+// finish for --shutdown-grace seconds, cancels the rest and exits. A BERT-family model
+// (general.architecture "bert") is served for embeddings instead: /v1/embeddings and /v1/rerank
+// on an EmbeddingService executor, and the generation routes answer 400.
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 
+#include "base/cpu_info.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/model_runner.h"
+#include "format/model_file.h"
+#include "serve/embedding_service.h"
 #include "serve/service.h"
 #include "server/http_server.h"
+#include "store/model_ref.h"
 
 namespace synapse::cli {
 namespace {
@@ -51,15 +57,87 @@ std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
   return std::string(tok.token_text(id));
 }
 
-int run_serve(const ServeOptions& o) {
-  // Signals go to the main thread's sigwait() only: block them before any thread exists (the
-  // threads inherit the mask). A client that disconnects must not kill the process.
+// The stop signals, blocked in every thread: the main thread takes them with sigwait().
+sigset_t block_stop_signals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
+}
+
+// The model's general.architecture, read from its file without building it ("" if none).
+Result<std::string> model_architecture(const ServeOptions& o) {
+  SYN_ASSIGN_OR_RETURN(ResolvedModel model,
+                       resolve_model(o.run.model, {.store_directory = o.run.store}));
+  SYN_ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> file, open_model_file(model.path));
+  const Result<std::string_view> arch = file->metadata().get_string("general.architecture");
+  return arch.ok() ? std::string(*arch) : std::string();
+}
+
+// `synapse serve` of an encoder: embeddings and rerank only.
+int run_serve_embeddings(const ServeOptions& o) {
+  sigset_t stop_signals = block_stop_signals();
+  Result<ResolvedModel> resolved = resolve_model(o.run.model, {.store_directory = o.run.store});
+  if (!resolved.ok()) return fail(resolved.status());
+  Result<std::unique_ptr<ModelFile>> file = open_model_file(resolved->path);
+  if (!file.ok()) return fail(file.status());
+  Result<std::unique_ptr<Embedder>> embedder = Embedder::open(std::move(*file));
+  if (!embedder.ok()) return fail(embedder.status());
+  serve::EmbeddingServiceConfig config;
+  config.max_queued = o.queue_limit;
+  config.threads =
+      o.run.threads > 0 ? o.run.threads : std::max(1, CpuInfo::detect().physical_cores);
+  serve::EmbeddingService service(std::move(*embedder), config);
+
+  server::Embeddings embeddings;
+  embeddings.service = &service;
+  embeddings.model_id = model_id(o);
+  server::ServerOptions server_options;
+  server_options.host = o.host;
+  server_options.port = o.port;
+  server_options.api_key = server::resolve_api_key(o.api_key);
+  server_options.max_body_bytes = o.max_body_bytes;
+  // Every waiting request holds a connection thread; spares answer 429s, /health, /metrics.
+  constexpr int kSpareThreads = 16;
+  server_options.threads =
+      o.http_threads > 0 ? o.http_threads
+                         : static_cast<int>(std::min<size_t>(o.queue_limit + kSpareThreads, 1024));
+  server_options.models = {{embeddings.model_id, std::time(nullptr), "synapse"}};
+  server_options.embeddings = &embeddings;
+  server::HttpServer http(server_options);
+  if (Status s = http.start(); !s.ok()) {
+    service.shutdown();
+    return fail(s);
+  }
+  std::printf(
+      "synapse serve: %s (embeddings, %zu dimensions, ctx %zu%s), listening on http://%s:%d\n",
+      embeddings.model_id.c_str(), service.n_embd(), service.n_ctx(),
+      service.can_rerank() ? ", rerank" : "", o.host.c_str(), http.port());
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::fprintf(stderr, "synapse serve: %s, shutting down\n",
+               signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  // Stop admitting (503), finish what is queued, then stop the HTTP threads.
+  service.shutdown();
+  http.stop();
+  std::fprintf(stderr, "synapse serve: stopped\n");
+  return kExitOk;
+}
+
+int run_serve(const ServeOptions& o) {
+  {
+    Result<std::string> arch = model_architecture(o);
+    if (!arch.ok()) return fail(arch.status());
+    if (*arch == "bert") return run_serve_embeddings(o);
+  }
+  // Signals go to the main thread's sigwait() only: block them before any thread exists (the
+  // threads inherit the mask). A client that disconnects must not kill the process.
+  sigset_t stop_signals = block_stop_signals();
 
   Result<LoadedModel> loaded = load_model(o.run, serve::serving_decoder_options());
   if (!loaded.ok()) return fail(loaded.status());
@@ -141,7 +219,10 @@ int run_serve(const ServeOptions& o) {
 
 void add_serve_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
-  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  CLI::App* cmd =
+      app.add_subcommand("serve",
+                         "Serve a model over an OpenAI-compatible HTTP API (a BERT-family model: "
+                         "/v1/embeddings and /v1/rerank)");
   add_run_options(cmd, o->run);
   cmd->add_option("--host", o->host, "Address to listen on (loopback unless told otherwise)")
       ->capture_default_str();

@@ -8,6 +8,7 @@
 
 #include "api/api_error.h"
 #include "api/requests.h"
+#include "server/embedding_routes.h"
 #include "server/inference_routes.h"
 
 namespace synapse::server {
@@ -98,6 +99,13 @@ Status HttpServer::start() {
     api::RequestLimits limits;
     limits.max_body_bytes = options_.max_body_bytes;
     add_inference_routes(http, *inference, limits);
+    add_wrong_model_routes(http, inference->model_id, /*generation=*/false);
+  }
+  if (options_.embeddings != nullptr) {
+    api::RequestLimits limits;
+    limits.max_body_bytes = options_.max_body_bytes;
+    add_embedding_routes(http, *options_.embeddings, limits);
+    add_wrong_model_routes(http, options_.embeddings->model_id, /*generation=*/true);
   }
   // The service's metrics (when there is one) and the HTTP counts.
   http.Get("/metrics", [this, inference](const httplib::Request&, httplib::Response& res) {

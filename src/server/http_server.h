@@ -33,6 +33,8 @@ struct ServerOptions {
   int threads = 8;
   std::vector<api::ModelInfo> models;
   const Inference* inference = nullptr;  // not owned; none: no generation routes
+  // Not owned; an embedding model: the embedding routes, and generation routes answer 400.
+  const Embeddings* embeddings = nullptr;
 };
 
 // The key from --api-key, else the SYNAPSE_API_KEY environment variable, else none.

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "chat/chat_template.h"
+#include "serve/embedding_service.h"
 #include "serve/service.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,6 +27,13 @@ struct Inference {
   std::string bos_token;  // the template's bos_token / eos_token variables
   std::string eos_token;
   int32_t default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+};
+
+// What the embedding routes need: the executor that owns the encoder model, and the served
+// model's id. Built by `synapse serve` for a BERT-family model; it must outlive the server.
+struct Embeddings {
+  serve::EmbeddingService* service = nullptr;
+  std::string model_id;
 };
 
 }  // namespace synapse::server

@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/embedding_routes.h"
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "api/api_error.h"
+#include "server/connection_probe.h"
+
+namespace synapse::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using namespace std::chrono_literals;
+
+constexpr std::string_view kJson = "application/json";
+// How often a waiting handler looks at its connection (as the generation routes do).
+constexpr auto kPollInterval = 50ms;
+constexpr int kClientClosedRequest = 499;
+
+void send_error(httplib::Response& res, const Status& status,
+                std::optional<uint32_t> retry_s = {}) {
+  const api::ApiError error = api::api_error_from_status(status);
+  res.status = error.http_status;
+  if (retry_s) res.set_header("Retry-After", std::to_string(*retry_s));
+  res.set_content(api::error_body(error), std::string(kJson));
+}
+
+Status field_error(ErrorCode code, const std::string& field, const std::string& message) {
+  return Status(code, message, ErrorWhere{.field = field});
+}
+
+// The Embedder names bad input invalid_argument; the API's code for it is invalid_value.
+Status api_status(const Status& s) {
+  if (s.code() != ErrorCode::kInvalidArgument) return s;
+  return Status(ErrorCode::kInvalidValue, s.message(), s.where());
+}
+
+Result<Json> parse_object(const std::string& body) {
+  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status(ErrorCode::kInvalidJson, "the body is not valid JSON");
+  if (!j.is_object()) return Status(ErrorCode::kInvalidJson, "the body must be a JSON object");
+  return j;
+}
+
+Status check_model(const Json& body, const std::string& model_id) {
+  const auto it = body.find("model");
+  if (it == body.end() || it->is_null()) return ok_status();
+  if (!it->is_string()) return field_error(ErrorCode::kInvalidType, "model", "must be a string");
+  const std::string model = it->get<std::string>();
+  if (model.empty() || model == model_id) return ok_status();
+  return field_error(
+      ErrorCode::kModelNotFound, "model",
+      "the model '" + model + "' does not exist; this server serves '" + model_id + "'");
+}
+
+Result<bool> optional_bool(const Json& body, const char* field, bool fallback) {
+  const auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) return field_error(ErrorCode::kInvalidType, field, "must be a boolean");
+  return it->get<bool>();
+}
+
+bool is_token_id(const Json& v) { return v.is_number_integer(); }
+
+Result<std::vector<int32_t>> token_list(const Json& v, const std::string& field) {
+  std::vector<int32_t> ids;
+  ids.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!is_token_id(v[i])) {
+      return field_error(ErrorCode::kInvalidType, field + "[" + std::to_string(i) + "]",
+                         "token ids must be integers");
+    }
+    const int64_t id = v[i].get<int64_t>();
+    if (id < 0 || id > INT32_MAX) {
+      return field_error(ErrorCode::kInvalidValue, field + "[" + std::to_string(i) + "]",
+                         "token id " + std::to_string(id) + " outside the vocabulary");
+    }
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  if (ids.empty()) return field_error(ErrorCode::kInvalidValue, field, "empty token list");
+  return ids;
+}
+
+// OpenAI's `input`: a string, an array of strings, an array of token ids, or an array of
+// token-id arrays.
+Status parse_input(const Json& body, serve::EmbeddingJob& job) {
+  const auto it = body.find("input");
+  if (it == body.end() || it->is_null()) {
+    return field_error(ErrorCode::kMissingParameter, "input", "'input' is required");
+  }
+  const Json& input = *it;
+  if (input.is_string()) {
+    job.kind = serve::EmbeddingJob::Kind::kEmbedText;
+    job.texts.push_back(input.get<std::string>());
+    if (job.texts.back().empty()) {
+      return field_error(ErrorCode::kInvalidValue, "input", "the input is an empty string");
+    }
+    return ok_status();
+  }
+  if (!input.is_array()) {
+    return field_error(ErrorCode::kInvalidType, "input",
+                       "must be a string, an array of strings, an array of token ids or an array "
+                       "of token-id arrays");
+  }
+  if (input.empty()) return field_error(ErrorCode::kInvalidValue, "input", "the list is empty");
+  if (is_token_id(input[0])) {
+    job.kind = serve::EmbeddingJob::Kind::kEmbedTokens;
+    SYN_ASSIGN_OR_RETURN(std::vector<int32_t> ids, token_list(input, "input"));
+    job.tokens.push_back(std::move(ids));
+    return ok_status();
+  }
+  job.kind = input[0].is_array() ? serve::EmbeddingJob::Kind::kEmbedTokens
+                                 : serve::EmbeddingJob::Kind::kEmbedText;
+  for (size_t i = 0; i < input.size(); ++i) {
+    const std::string field = "input[" + std::to_string(i) + "]";
+    if (job.kind == serve::EmbeddingJob::Kind::kEmbedTokens) {
+      if (!input[i].is_array()) {
+        return field_error(ErrorCode::kInvalidType, field,
+                           "must be an array of token ids, like the other items");
+      }
+      SYN_ASSIGN_OR_RETURN(std::vector<int32_t> ids, token_list(input[i], field));
+      job.tokens.push_back(std::move(ids));
+      continue;
+    }
+    if (!input[i].is_string()) {
+      return field_error(ErrorCode::kInvalidType, field, "must be a string, like the other items");
+    }
+    job.texts.push_back(input[i].get<std::string>());
+    if (job.texts.back().empty()) {
+      return field_error(ErrorCode::kInvalidValue, field, "the input is an empty string");
+    }
+  }
+  return ok_status();
+}
+
+std::string base64(const void* data, size_t n) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < n; i += 3) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < n) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0u);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// Little-endian float32 bytes, as OpenAI's base64 encoding (and its SDKs' decoders) define it.
+std::string base64_floats(const float* v, size_t n) {
+  std::string bytes(n * sizeof(float), '\0');
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, v + i, sizeof bits);
+    for (size_t b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<char>((bits >> (8 * b)) & 0xff);
+  }
+  return base64(bytes.data(), bytes.size());
+}
+
+Json float_array(const float* v, size_t n) {
+  Json out = Json::array();
+  for (size_t i = 0; i < n; ++i) out.push_back(v[i]);
+  return out;
+}
+
+// One item: a vector, or for pooling none one vector per token (base64: all rows in order).
+Json embedding_json(const EmbedResult& r, const EmbeddingItem& item, bool b64) {
+  if (b64) return base64_floats(item.values.data(), item.values.size());
+  if (r.pooling != PoolingType::kNone) return float_array(item.values.data(), r.n_embd);
+  Json rows = Json::array();
+  for (size_t t = 0; t < item.n_tokens; ++t) {
+    rows.push_back(float_array(item.values.data() + t * r.n_embd, r.n_embd));
+  }
+  return rows;
+}
+
+class Routes {
+ public:
+  Routes(const Embeddings& embeddings, const api::RequestLimits& limits)
+      : emb_(embeddings), limits_(limits) {}
+
+  void embeddings(const httplib::Request& req, httplib::Response& res) const {
+    Result<Json> parsed = parse_object(req.body);
+    if (!parsed.ok()) return send_error(res, parsed.status());
+    const Json& body = *parsed;
+    if (Status s = check_model(body, emb_.model_id); !s.ok()) return send_error(res, s);
+    serve::EmbeddingJob job;
+    if (Status s = parse_input(body, job); !s.ok()) return send_error(res, s);
+    bool b64 = false;
+    if (const auto it = body.find("encoding_format"); it != body.end() && !it->is_null()) {
+      if (!it->is_string()) {
+        return send_error(res, field_error(ErrorCode::kInvalidType, "encoding_format",
+                                           "must be \"float\" or \"base64\""));
+      }
+      const std::string format = it->get<std::string>();
+      if (format != "float" && format != "base64") {
+        return send_error(res,
+                          field_error(ErrorCode::kInvalidValue, "encoding_format",
+                                      "must be \"float\" or \"base64\", not '" + format + "'"));
+      }
+      b64 = format == "base64";
+    }
+    if (const auto it = body.find("dimensions"); it != body.end() && !it->is_null()) {
+      if (!it->is_number_integer()) {
+        return send_error(res,
+                          field_error(ErrorCode::kInvalidType, "dimensions", "must be an integer"));
+      }
+      if (it->get<int64_t>() != static_cast<int64_t>(emb_.service->n_embd())) {
+        return send_error(res, field_error(ErrorCode::kUnsupportedParameter, "dimensions",
+                                           "this model's embeddings have " +
+                                               std::to_string(emb_.service->n_embd()) +
+                                               " dimensions; shortening them is not supported"));
+      }
+    }
+    if (const auto it = body.find("pooling"); it != body.end() && !it->is_null()) {
+      const std::optional<PoolingType> pooling =
+          it->is_string() ? pooling_type_from_name(it->get<std::string>()) : std::nullopt;
+      if (!pooling || *pooling == PoolingType::kRank) {
+        return send_error(
+            res, field_error(it->is_string() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
+                             "pooling", "must be \"mean\", \"cls\", \"last\" or \"none\""));
+      }
+      job.options.pooling = pooling;
+    }
+    Result<bool> normalize = optional_bool(body, "normalize", true);
+    if (!normalize.ok()) return send_error(res, normalize.status());
+    Result<bool> truncate = optional_bool(body, "truncate", false);
+    if (!truncate.ok()) return send_error(res, truncate.status());
+    job.options.normalize = *normalize;
+    job.options.truncate = *truncate;
+
+    std::shared_ptr<serve::EmbeddingTicket> ticket;
+    if (!submit_and_wait(std::move(job), req, res, ticket)) return;
+    const EmbedResult& r = ticket->embed();
+    Json data = Json::array();
+    for (size_t i = 0; i < r.items.size(); ++i) {
+      data.push_back({{"object", "embedding"},
+                      {"index", i},
+                      {"embedding", embedding_json(r, r.items[i], b64)}});
+    }
+    const Json out = {
+        {"object", "list"},
+        {"data", std::move(data)},
+        {"model", emb_.model_id},
+        {"usage", {{"prompt_tokens", r.prompt_tokens}, {"total_tokens", r.prompt_tokens}}}};
+    res.set_content(out.dump(), std::string(kJson));
+  }
+
+  void rerank(const httplib::Request& req, httplib::Response& res) const {
+    Result<Json> parsed = parse_object(req.body);
+    if (!parsed.ok()) return send_error(res, parsed.status());
+    const Json& body = *parsed;
+    if (Status s = check_model(body, emb_.model_id); !s.ok()) return send_error(res, s);
+    if (!emb_.service->can_rerank()) {
+      return send_error(res, field_error(ErrorCode::kUnsupportedParameter, "model",
+                                         "the model '" + emb_.model_id +
+                                             "' has no classification head; it cannot rerank "
+                                             "(use /v1/embeddings)"));
+    }
+    serve::EmbeddingJob job;
+    job.kind = serve::EmbeddingJob::Kind::kRerank;
+    const auto query = body.find("query");
+    if (query == body.end() || query->is_null()) {
+      return send_error(res,
+                        field_error(ErrorCode::kMissingParameter, "query", "'query' is required"));
+    }
+    if (!query->is_string()) {
+      return send_error(res, field_error(ErrorCode::kInvalidType, "query", "must be a string"));
+    }
+    job.query = query->get<std::string>();
+    if (job.query.empty()) {
+      return send_error(
+          res, field_error(ErrorCode::kInvalidValue, "query", "the query is an empty string"));
+    }
+    const auto docs = body.find("documents");
+    if (docs == body.end() || docs->is_null()) {
+      return send_error(
+          res, field_error(ErrorCode::kMissingParameter, "documents", "'documents' is required"));
+    }
+    if (!docs->is_array()) {
+      return send_error(
+          res, field_error(ErrorCode::kInvalidType, "documents", "must be an array of strings"));
+    }
+    if (docs->empty()) {
+      return send_error(res,
+                        field_error(ErrorCode::kInvalidValue, "documents", "the list is empty"));
+    }
+    for (size_t i = 0; i < docs->size(); ++i) {
+      const Json& d = (*docs)[i];
+      const std::string field = "documents[" + std::to_string(i) + "]";
+      // Cohere also accepts {"text": ...}.
+      const Json* text = &d;
+      if (d.is_object() && d.contains("text")) text = &d["text"];
+      if (!text->is_string()) {
+        return send_error(res, field_error(ErrorCode::kInvalidType, field, "must be a string"));
+      }
+      job.texts.push_back(text->get<std::string>());
+      if (job.texts.back().empty()) {
+        return send_error(
+            res, field_error(ErrorCode::kInvalidValue, field, "the document is an empty string"));
+      }
+    }
+    if (const auto it = body.find("top_n"); it != body.end() && !it->is_null()) {
+      if (!it->is_number_integer()) {
+        return send_error(res, field_error(ErrorCode::kInvalidType, "top_n", "must be an integer"));
+      }
+      if (it->get<int64_t>() < 1) {
+        return send_error(res, field_error(ErrorCode::kInvalidValue, "top_n", "must be >= 1"));
+      }
+      job.top_n = static_cast<size_t>(it->get<int64_t>());
+    }
+    Result<bool> return_documents = optional_bool(body, "return_documents", true);
+    if (!return_documents.ok()) return send_error(res, return_documents.status());
+    Result<bool> truncate = optional_bool(body, "truncate", false);
+    if (!truncate.ok()) return send_error(res, truncate.status());
+    job.options.truncate = *truncate;
+    const std::vector<std::string> texts = job.texts;
+
+    std::shared_ptr<serve::EmbeddingTicket> ticket;
+    if (!submit_and_wait(std::move(job), req, res, ticket)) return;
+    const RerankResult& r = ticket->rerank();
+    Json results = Json::array();
+    for (const RerankItem& item : r.items) {
+      Json one = {{"index", item.index}, {"relevance_score", item.score}};
+      if (*return_documents) one["document"] = {{"text", texts[item.index]}};
+      results.push_back(std::move(one));
+    }
+    const Json out = {
+        {"object", "list"},
+        {"model", emb_.model_id},
+        {"results", std::move(results)},
+        {"usage", {{"prompt_tokens", r.prompt_tokens}, {"total_tokens", r.prompt_tokens}}}};
+    res.set_content(out.dump(), std::string(kJson));
+  }
+
+ private:
+  // Submits and waits for the outcome; false when an error (or nothing, the client having gone)
+  // was answered instead.
+  bool submit_and_wait(serve::EmbeddingJob job, const httplib::Request& req, httplib::Response& res,
+                       std::shared_ptr<serve::EmbeddingTicket>& ticket) const {
+    serve::EmbeddingService& service = *emb_.service;
+    Result<std::shared_ptr<serve::EmbeddingTicket>> submitted = service.submit(std::move(job));
+    if (!submitted.ok()) {
+      const Status& s = submitted.status();
+      const bool retry = s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable;
+      send_error(res, s, retry ? std::optional(service.retry_after_s()) : std::nullopt);
+      return false;
+    }
+    ticket = std::move(*submitted);
+    ConnectionProbe probe(req.remote_addr, req.remote_port, req.local_port);
+    while (!ticket->wait_for(kPollInterval)) {
+      if (probe.peer_closed()) {
+        ticket->cancel();  // skipped if it has not started
+        res.status = kClientClosedRequest;
+        return false;
+      }
+    }
+    if (!ticket->status().ok()) {
+      send_error(res, api_status(ticket->status()));
+      return false;
+    }
+    return true;
+  }
+
+  const Embeddings& emb_;
+  const api::RequestLimits limits_;
+};
+
+}  // namespace
+
+void add_embedding_routes(httplib::Server& http, const Embeddings& embeddings,
+                          const api::RequestLimits& limits) {
+  auto routes = std::make_shared<const Routes>(embeddings, limits);
+  http.Post("/v1/embeddings", [routes](const httplib::Request& req, httplib::Response& res) {
+    routes->embeddings(req, res);
+  });
+  for (const char* path : {"/v1/rerank", "/rerank"}) {
+    http.Post(path, [routes](const httplib::Request& req, httplib::Response& res) {
+      routes->rerank(req, res);
+    });
+  }
+}
+
+void add_wrong_model_routes(httplib::Server& http, const std::string& model_id, bool generation) {
+  const std::string message =
+      generation ? "the model '" + model_id +
+                       "' is an embedding model; this server answers /v1/embeddings and "
+                       "/v1/rerank, not text generation"
+                 : "the model '" + model_id +
+                       "' generates text; embeddings and rerank need an encoder (BERT-family) "
+                       "model served on its own";
+  auto handler = [message](const httplib::Request&, httplib::Response& res) {
+    send_error(res, field_error(ErrorCode::kUnsupportedParameter, "model", message));
+  };
+  if (generation) {
+    for (const char* path : {"/v1/completions", "/v1/chat/completions"}) http.Post(path, handler);
+  } else {
+    for (const char* path : {"/v1/embeddings", "/v1/rerank", "/rerank"}) http.Post(path, handler);
+  }
+}
+
+}  // namespace synapse::server

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: Apache-2.0
+// End-to-end tests of `synapse serve` on BERT-family models: /v1/embeddings driven by the
+// official OpenAI SDK for Node (its default base64 encoding and explicit floats, compared with
+// `synapse embed --json`), /v1/rerank and /rerank with curl (order, top_n, return_documents),
+// every bad input with its stable code and field, and the wrong kind of model on either side.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "tests/support/test_support.h"
+
+namespace synapse {
+namespace {
+
+using Json = nlohmann::json;
+using namespace std::chrono_literals;
+using testing::run_command;
+using testing::synapse_cli;
+
+constexpr const char* kKey = "e2e-key";
+// Both sides compute the same vectors in the same order; only printing could differ.
+constexpr double kSameVectorTolerance = 1e-6;
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void synth(const std::string& args, const std::string& path) {
+  const auto r = run_command(synapse_cli() + " synth " + args + " -o " + quote(path));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+}
+
+// One `synapse serve` process on a free port; SIGTERM and a wait when the object dies.
+class Server {
+ public:
+  Server(const std::string& model, const std::string& log_path, const std::string& extra_args) {
+    int out[2];
+    if (pipe(out) != 0) return;
+    const std::string command = "exec " + synapse_cli() + " serve -m " + quote(model) +
+                                " --port 0 --threads 1 --alias m --api-key " + kKey + " " +
+                                extra_args + " 2>" + quote(log_path);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline && line.find('\n') == std::string::npos) {
+      pollfd p{out[0], POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char c[256];
+      const ssize_t n = read(out[0], c, sizeof c);
+      if (n <= 0) break;
+      line.append(c, static_cast<size_t>(n));
+    }
+    close(out[0]);
+    banner_ = line;
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)"))) {
+      port_ = std::stoi(m[1]);
+    }
+  }
+  ~Server() { stop(); }
+
+  int port() const { return port_; }
+  const std::string& banner() const { return banner_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  int stop() {
+    if (pid_ <= 0) return exit_status_;
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return exit_status_ = -1;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    pid_ = -1;
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return exit_status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = -1;
+  int exit_status_ = -1;
+  std::string banner_;
+};
+
+struct Reply {
+  int status = 0;
+  Json body;
+  std::string headers;
+};
+
+// POST with curl; the status, the headers and the parsed body.
+Reply post(const Server& s, const std::string& path, const std::string& body) {
+  testing::TempDir dir;
+  const std::string body_file = dir.file("body.json");
+  {
+    FILE* f = std::fopen(body_file.c_str(), "wb");
+    std::fwrite(body.data(), 1, body.size(), f);
+    std::fclose(f);
+  }
+  const auto r =
+      run_command("curl -sS -D " + quote(dir.file("headers")) + " -o " + quote(dir.file("out")) +
+                  " -w '%{http_code}' -H 'Authorization: " + "Bearer " + kKey +
+                  "' -H 'Content-Type: application/json' " + "--data-binary @" + quote(body_file) +
+                  " " + s.url() + path);
+  Reply reply;
+  reply.status = std::atoi(r.stdout_text.c_str());
+  reply.headers = testing::read_file_text(dir.file("headers"));
+  reply.body = Json::parse(testing::read_file_text(dir.file("out")), nullptr, false);
+  return reply;
+}
+
+// Expects a 400 (or `status`) with this error code and param.
+void expect_error(const Reply& r, const std::string& code, const std::string& param,
+                  int status = 400) {
+  EXPECT_EQ(r.status, status) << r.body.dump();
+  ASSERT_TRUE(r.body.contains("error")) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["code"], code) << r.body.dump();
+  if (param.empty()) {
+    EXPECT_TRUE(r.body["error"]["param"].is_null()) << r.body.dump();
+  } else {
+    EXPECT_EQ(r.body["error"]["param"], param) << r.body.dump();
+  }
+}
+
+std::vector<float> decode_base64_floats(const std::string& text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+  };
+  std::string bytes;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (const char c : text) {
+    const int v = value(c);
+    if (v < 0) continue;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  std::vector<float> out(bytes.size() / 4);
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint32_t u = 0;
+    for (size_t b = 0; b < 4; ++b)
+      u |= uint32_t{static_cast<unsigned char>(bytes[i * 4 + b])} << (8 * b);
+    std::memcpy(&out[i], &u, 4);
+  }
+  return out;
+}
+
+void expect_same_vectors(const Json& got, const Json& expected) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].size(), expected[i].size()) << "vector " << i;
+    for (size_t e = 0; e < got[i].size(); ++e) {
+      EXPECT_NEAR(got[i][e].get<double>(), expected[i][e].get<double>(), kSameVectorTolerance)
+          << "vector " << i << " component " << e;
+    }
+  }
+}
+
+class ServeEmbedTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    synth("--arch bert --n-ctx 16", dir_->file("bert.gguf"));
+    synth("--arch bert --classifier-labels 1", dir_->file("reranker.gguf"));
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static std::unique_ptr<Server> start(const std::string& model, const std::string& args = "") {
+    auto s = std::make_unique<Server>(dir_->file(model), dir_->file(model + ".log"), args);
+    EXPECT_GT(s->port(), 0) << "no URL in the start-up line: '" << s->banner() << "'\n"
+                            << testing::read_file_text(dir_->file(model + ".log"));
+    return s;
+  }
+
+  // `synapse embed --json` vectors of the inputs.
+  static Json cli_vectors(const std::string& model, const std::vector<std::string>& inputs,
+                          const std::string& extra = "") {
+    std::string args;
+    for (const std::string& in : inputs) args += " -p " + quote(in);
+    const auto r = run_command(synapse_cli() + " embed -m " + quote(dir_->file(model)) +
+                               " --json -t 1" + extra + args);
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    Json out = Json::array();
+    const Json parsed = Json::parse(r.stdout_text);
+    for (const Json& d : parsed["data"]) out.push_back(d["embedding"]);
+    return out;
+  }
+
+  static testing::TempDir* dir_;
+};
+testing::TempDir* ServeEmbedTest::dir_ = nullptr;
+
+const std::vector<std::string> kInputs = {"the cat sat", "a hat", "on the mat by the door"};
+
+TEST_F(ServeEmbedTest, OpenAiSdkForNode) {
+  const char* npm_dir_env = std::getenv("SYNAPSE_NPM_DIR");
+  const std::string npm_dir = npm_dir_env != nullptr ? npm_dir_env : SYNAPSE_NPM_DIR;
+  std::string missing;
+  if (run_command("node --version").exit_code != 0) {
+    missing = "node is not installed";
+  } else if (run_command("test -f " + quote(npm_dir + "/node_modules/openai/package.json"))
+                 .exit_code != 0) {
+    missing = "the npm package 'openai' is not in " + npm_dir +
+              " (./scripts/install-deps.sh installs it)";
+  }
+  if (!missing.empty()) {
+    if (testing::running_in_ci()) FAIL() << missing << " (required under CI=true)";
+    GTEST_SKIP() << missing;
+  }
+  auto server = start("bert.gguf");
+  ASSERT_GT(server->port(), 0);
+  const auto r = run_command(
+      "NODE_PATH=" + quote(npm_dir + "/node_modules") + " SYNAPSE_URL=" + server->url() +
+      " SYNAPSE_KEY=" + kKey + " SYNAPSE_MODEL=m SYNAPSE_INPUTS=" + quote(Json(kInputs).dump()) +
+      " node " + quote(std::string(SYNAPSE_SOURCE_DIR) + "/tests/e2e/openai_sdk_embeddings.cjs"));
+  ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  const Json seen = Json::parse(r.stdout_text);
+  EXPECT_EQ(seen["ok"], true);
+  const Json expected = cli_vectors("bert.gguf", kInputs);
+  expect_same_vectors(seen["default"], expected);
+  expect_same_vectors(seen["float"], expected);
+  const std::vector<float> first = decode_base64_floats(seen["base64_first"]);
+  expect_same_vectors(Json::array({first}), Json::array({expected[0]}));
+  EXPECT_EQ(seen["error_code"], "invalid_value");
+  EXPECT_EQ(server->stop(), 0);
+}
+
+TEST_F(ServeEmbedTest, EmbeddingsWithCurl) {
+  auto server = start("bert.gguf");
+  ASSERT_GT(server->port(), 0);
+  // Float and base64 give the same vectors as the CLI; usage counts the tokens.
+  const Reply floats = post(*server, "/v1/embeddings", Json{{"input", kInputs}}.dump());
+  ASSERT_EQ(floats.status, 200) << floats.body.dump();
+  EXPECT_EQ(floats.body["object"], "list");
+  EXPECT_EQ(floats.body["model"], "m");
+  Json got = Json::array();
+  for (const Json& d : floats.body["data"]) got.push_back(d["embedding"]);
+  expect_same_vectors(got, cli_vectors("bert.gguf", kInputs));
+  EXPECT_GT(floats.body["usage"]["prompt_tokens"].get<int>(), 0);
+  EXPECT_EQ(floats.body["usage"]["total_tokens"], floats.body["usage"]["prompt_tokens"]);
+  const Reply b64 = post(*server, "/v1/embeddings",
+                         Json{{"input", kInputs}, {"encoding_format", "base64"}}.dump());
+  ASSERT_EQ(b64.status, 200) << b64.body.dump();
+  for (size_t i = 0; i < kInputs.size(); ++i) {
+    expect_same_vectors(Json::array({decode_base64_floats(b64.body["data"][i]["embedding"])}),
+                        Json::array({got[i]}));
+  }
+  // A single string, and `dimensions` equal to the model's.
+  const Reply one = post(*server, "/v1/embeddings",
+                         Json{{"input", kInputs[0]}, {"dimensions", got[0].size()}}.dump());
+  ASSERT_EQ(one.status, 200) << one.body.dump();
+  expect_same_vectors(Json::array({one.body["data"][0]["embedding"]}), Json::array({got[0]}));
+  // Pooling and normalization extensions match the CLI's flags.
+  const Reply cls = post(*server, "/v1/embeddings",
+                         Json{{"input", kInputs}, {"pooling", "cls"}, {"normalize", false}}.dump());
+  ASSERT_EQ(cls.status, 200) << cls.body.dump();
+  Json got_cls = Json::array();
+  for (const Json& d : cls.body["data"]) got_cls.push_back(d["embedding"]);
+  expect_same_vectors(got_cls, cli_vectors("bert.gguf", kInputs, " --pooling cls --no-normalize"));
+  // Token ids: one list, or a list of lists.
+  const Reply ids =
+      post(*server, "/v1/embeddings", Json{{"input", {{2, 5, 7, 3}, {2, 9, 3}}}}.dump());
+  ASSERT_EQ(ids.status, 200) << ids.body.dump();
+  EXPECT_EQ(ids.body["data"].size(), 2u);
+  EXPECT_EQ(ids.body["usage"]["prompt_tokens"], 7);
+  const Reply flat = post(*server, "/v1/embeddings", Json{{"input", {2, 5, 7, 3}}}.dump());
+  ASSERT_EQ(flat.status, 200) << flat.body.dump();
+  EXPECT_EQ(flat.body["data"][0]["embedding"], ids.body["data"][0]["embedding"]);
+  // Many clients at once (batched together by the executor) get their own answers.
+  std::vector<std::thread> clients;
+  std::vector<Reply> replies(6);
+  for (size_t c = 0; c < replies.size(); ++c) {
+    clients.emplace_back([&, c] {
+      replies[c] = post(*server, "/v1/embeddings", Json{{"input", kInputs[c % 3]}}.dump());
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (size_t c = 0; c < replies.size(); ++c) {
+    ASSERT_EQ(replies[c].status, 200) << replies[c].body.dump();
+    expect_same_vectors(Json::array({replies[c].body["data"][0]["embedding"]}),
+                        Json::array({got[c % 3]}));
+  }
+  EXPECT_EQ(server->stop(), 0);
+}
+
+TEST_F(ServeEmbedTest, BadInput) {
+  auto server = start("bert.gguf");
+  ASSERT_GT(server->port(), 0);
+  const auto embed = [&](const std::string& body) { return post(*server, "/v1/embeddings", body); };
+  expect_error(embed(R"({"input": ""})"), "invalid_value", "input");
+  expect_error(embed(R"({"input": []})"), "invalid_value", "input");
+  expect_error(embed(R"({"input": ["a", ""]})"), "invalid_value", "input[1]");
+  expect_error(embed(R"({"input": ["a", 3]})"), "invalid_type", "input[1]");
+  expect_error(embed(R"({"input": [[1, 2], "a"]})"), "invalid_type", "input[1]");
+  expect_error(embed(R"({"input": [[]]})"), "invalid_value", "input[0]");
+  expect_error(embed(R"({"input": [1, 99999999]})"), "invalid_value", "input[0]");
+  expect_error(embed(R"({"input": 5})"), "invalid_type", "input");
+  expect_error(embed(R"({"model": "m"})"), "missing_parameter", "input");
+  expect_error(embed(R"({"input": "a", "pooling": "max"})"), "invalid_value", "pooling");
+  expect_error(embed(R"({"input": "a", "encoding_format": "hex"})"), "invalid_value",
+               "encoding_format");
+  expect_error(embed(R"({"input": "a", "dimensions": 7})"), "unsupported_parameter", "dimensions");
+  expect_error(embed(R"({"input": "a", "normalize": "yes"})"), "invalid_type", "normalize");
+  expect_error(embed(R"({"input": "a", "model": "other"})"), "model_not_found", "model", 404);
+  expect_error(embed("[1, 2"), "invalid_json", "");
+  // The context holds 16 tokens; truncate cuts instead of failing.
+  const std::string long_text = "a b c d e f g h i j k l m n o p q r s t u v w x y z";
+  expect_error(embed(Json{{"input", {"a", long_text}}}.dump()), "context_length_exceeded",
+               "input[1]");
+  const Reply cut = embed(Json{{"input", long_text}, {"truncate", true}}.dump());
+  EXPECT_EQ(cut.status, 200) << cut.body.dump();
+  EXPECT_EQ(cut.body["usage"]["prompt_tokens"], 16);
+  // The wrong kind of model: generation routes here, rerank without a head.
+  expect_error(post(*server, "/v1/completions", R"({"prompt": "hi"})"), "unsupported_parameter",
+               "model");
+  expect_error(post(*server, "/v1/chat/completions", R"({"messages": []})"),
+               "unsupported_parameter", "model");
+  expect_error(post(*server, "/v1/rerank", R"({"query": "a", "documents": ["b"]})"),
+               "unsupported_parameter", "model");
+  EXPECT_EQ(server->stop(), 0);
+}
+
+TEST_F(ServeEmbedTest, FullQueueAnswers429) {
+  auto server = start("bert.gguf", "--queue-limit 1");
+  ASSERT_GT(server->port(), 0);
+  // Many clients at once against a queue of one: each gets its vectors or a 429 queue_full
+  // with Retry-After, never anything else.
+  std::vector<std::string> many(64, "the cat sat on the mat");
+  const std::string body = Json{{"input", many}}.dump();
+  std::vector<Reply> replies(12);
+  std::vector<std::thread> clients;
+  for (size_t c = 0; c < replies.size(); ++c) {
+    clients.emplace_back([&, c] { replies[c] = post(*server, "/v1/embeddings", body); });
+  }
+  for (std::thread& t : clients) t.join();
+  size_t ok = 0;
+  for (const Reply& r : replies) {
+    if (r.status == 200) {
+      ++ok;
+      EXPECT_EQ(r.body["data"].size(), many.size());
+      continue;
+    }
+    expect_error(r, "queue_full", "", 429);
+    EXPECT_NE(r.headers.find("Retry-After: "), std::string::npos) << r.headers;
+  }
+  EXPECT_GE(ok, 1u);
+  EXPECT_EQ(server->stop(), 0);
+}
+
+TEST_F(ServeEmbedTest, RerankWithCurl) {
+  auto server = start("reranker.gguf");
+  ASSERT_GT(server->port(), 0);
+  const std::vector<std::string> docs = {"a cat sat", "the dog", "hat and bat", "on the mat"};
+  const Reply all =
+      post(*server, "/v1/rerank", Json{{"query", "the cat"}, {"documents", docs}}.dump());
+  ASSERT_EQ(all.status, 200) << all.body.dump();
+  EXPECT_EQ(all.body["model"], "m");
+  const Json& results = all.body["results"];
+  ASSERT_EQ(results.size(), docs.size());
+  std::vector<bool> seen(docs.size(), false);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (i > 0) {
+      EXPECT_GE(results[i - 1]["relevance_score"].get<double>(),
+                results[i]["relevance_score"].get<double>());
+    }
+    const size_t index = results[i]["index"];
+    ASSERT_LT(index, docs.size());
+    seen[index] = true;
+    EXPECT_EQ(results[i]["document"]["text"], docs[index]);
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), true), 4);
+  EXPECT_GT(all.body["usage"]["prompt_tokens"].get<int>(), 0);
+  // The scores equal `synapse rerank --json`.
+  std::string args;
+  for (const std::string& d : docs) args += " -d " + quote(d);
+  const auto cli = run_command(synapse_cli() + " rerank -m " + quote(dir_->file("reranker.gguf")) +
+                               " -q 'the cat' --json -t 1" + args);
+  ASSERT_EQ(cli.exit_code, 0) << cli.stderr_text;
+  const Json cli_results = Json::parse(cli.stdout_text)["results"];
+  ASSERT_EQ(cli_results.size(), results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(cli_results[i]["index"], results[i]["index"]);
+    EXPECT_NEAR(cli_results[i]["relevance_score"].get<double>(),
+                results[i]["relevance_score"].get<double>(), kSameVectorTolerance);
+  }
+  // top_n keeps the best; return_documents false leaves the texts out; /rerank is the same.
+  const Reply top = post(
+      *server, "/rerank",
+      Json{{"query", "the cat"}, {"documents", docs}, {"top_n", 2}, {"return_documents", false}}
+          .dump());
+  ASSERT_EQ(top.status, 200) << top.body.dump();
+  ASSERT_EQ(top.body["results"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(top.body["results"][i]["index"], results[i]["index"]);
+    EXPECT_FALSE(top.body["results"][i].contains("document"));
+  }
+  const auto rerank = [&](const std::string& body) { return post(*server, "/v1/rerank", body); };
+  expect_error(rerank(R"({"documents": ["a"]})"), "missing_parameter", "query");
+  expect_error(rerank(R"({"query": "", "documents": ["a"]})"), "invalid_value", "query");
+  expect_error(rerank(R"({"query": "q", "documents": []})"), "invalid_value", "documents");
+  expect_error(rerank(R"({"query": "q", "documents": ["a", 1]})"), "invalid_type", "documents[1]");
+  expect_error(rerank(R"({"query": "q", "documents": ["a", ""]})"), "invalid_value",
+               "documents[1]");
+  expect_error(rerank(R"({"query": "q", "documents": ["a"], "top_n": 0})"), "invalid_value",
+               "top_n");
+  EXPECT_EQ(server->stop(), 0);
+}
+
+TEST_F(ServeEmbedTest, GenerationModelRefusesEmbeddings) {
+  synth("--arch qwen2 --n-embd 64 --n-ff 128 --n-layer 2 --n-head 4 --n-head-kv 2",
+        dir_->file("tiny.gguf"));
+  auto server = start("tiny.gguf");
+  ASSERT_GT(server->port(), 0);
+  expect_error(post(*server, "/v1/embeddings", R"({"input": "hi"})"), "unsupported_parameter",
+               "model");
+  expect_error(post(*server, "/v1/rerank", R"({"query": "a", "documents": ["b"]})"),
+               "unsupported_parameter", "model");
+  EXPECT_EQ(server->stop(), 0);
+}
+
+}  // namespace
+}  // namespace synapse
