@@ -85,6 +85,8 @@ constexpr std::array kTable = {
                   "the chat template rejected the messages"},
     ErrorCodeInfo{ErrorCode::kNoChatTemplate, "no_chat_template", kP, 400,
                   "the model has no chat template and none was named"},
+    ErrorCodeInfo{ErrorCode::kQueueFull, "queue_full", kT, 429,
+                  "the request queue is full; retry after the suggested delay"},
     // Storage problems are transient: freeing disk space or fixing permissions lets a retry work.
     ErrorCodeInfo{ErrorCode::kJobNotFound, "job_not_found", kP, 404, "no job with this id"},
     ErrorCodeInfo{ErrorCode::kLeaseLost, "lease_lost", kP, 409,
@@ -104,8 +106,6 @@ constexpr std::array kTable = {
                   "custom_id repeats within one job"},
     ErrorCodeInfo{ErrorCode::kJobNotFinished, "job_not_finished", kP, 409,
                   "the job still has items to run"},
-    ErrorCodeInfo{ErrorCode::kQueueFull, "queue_full", kT, 429,
-                  "the request queue is full; retry after the suggested delay"},
 };
 
 }  // namespace

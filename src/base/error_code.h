@@ -67,6 +67,8 @@ enum class ErrorCode : uint16_t {
   kTemplateError = 651,
   kTemplateRaised = 652,
   kNoChatTemplate = 653,
+  // The service's scheduler (src/serve).
+  kQueueFull = 700,  // admission refused: the request's class queue is at its bound
   // Durable jobs and their storage.
   kJobNotFound = 800,
   kLeaseLost = 801,
@@ -78,8 +80,6 @@ enum class ErrorCode : uint16_t {
   kInvalidField = 808,
   kDuplicateCustomId = 809,
   kJobNotFinished = 810,
-  // The service's scheduler (src/serve).
-  kQueueFull = 700,  // admission refused: the request's class queue is at its bound
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };
