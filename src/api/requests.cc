@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "base/json_depth.h"
 #include "base/utf8.h"
 
 namespace synapse::api {
@@ -56,39 +57,13 @@ Status unsupported(const std::string& path, const std::string& why) {
   return field_error(ErrorCode::kUnsupportedParameter, path, "'" + path + "' " + why);
 }
 
-// Nesting depth of JSON text, skipping strings; checked before parsing so that deep input never
-// reaches the recursive parser.
-int json_depth(std::string_view text, int stop_at) {
-  int depth = 0;
-  int max_depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-      if (max_depth > stop_at) return max_depth;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 Result<Json> parse_body(std::string_view body, const RequestLimits& limits) {
   if (body.size() > limits.max_body_bytes) {
     return Status(ErrorCode::kRequestTooLarge, "request body of " + std::to_string(body.size()) +
                                                    " bytes exceeds the limit of " +
                                                    std::to_string(limits.max_body_bytes));
   }
-  if (json_depth(body, limits.max_json_depth) > limits.max_json_depth) {
+  if (json_nesting_depth(body, limits.max_json_depth) > limits.max_json_depth) {
     return Status(ErrorCode::kInvalidJson, "request body nests deeper than " +
                                                std::to_string(limits.max_json_depth) + " levels");
   }

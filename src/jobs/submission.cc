@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/hash.h"
+#include "base/json_depth.h"
 
 namespace synapse::jobs {
 namespace {
@@ -19,35 +20,9 @@ constexpr int kMaxJsonDepth = 64;
 constexpr std::array<std::string_view, 3> kEndpoints = {"/v1/completions", "/v1/chat/completions",
                                                         "/v1/embeddings"};
 
-// Nesting depth of JSON text, ignoring brackets inside strings. Over-approximates on invalid
-// input, which the parser rejects anyway.
-int json_depth(std::string_view text) {
-  int depth = 0;
-  int max_depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-      if (max_depth > kMaxJsonDepth) return max_depth;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 // Parses without exceptions; nullopt-like (discarded) on any error.
 Status parse_json(std::string_view text, json& out) {
-  if (json_depth(text) > kMaxJsonDepth) {
+  if (json_nesting_depth(text, kMaxJsonDepth) > kMaxJsonDepth) {
     return Status(ErrorCode::kLimitExceeded,
                   "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
