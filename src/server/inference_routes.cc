@@ -97,9 +97,9 @@ void append_logprobs(const tokenizer::Tokenizer& tok, const serve::GenerationEve
     if (!t.logprobs) continue;
     api::TokenLogprob lp;
     lp.token = token_bytes(tok, t.token);
-    lp.logprob = t.logprobs->chosen.logprob;
+    lp.logprob = static_cast<double>(t.logprobs->chosen.logprob);
     for (const TokenLogprob& alt : t.logprobs->top()) {
-      lp.top.emplace_back(token_bytes(tok, alt.token), alt.logprob);
+      lp.top.emplace_back(token_bytes(tok, alt.token), static_cast<double>(alt.logprob));
     }
     out.push_back(std::move(lp));
   }
