@@ -21,6 +21,11 @@ Result<std::string> state_directory() {
                 "no state directory: set SYNAPSE_HOME (or XDG_DATA_HOME or HOME)");
 }
 
+Result<std::string> jobs_database_path() {
+  SYN_ASSIGN_OR_RETURN(std::string directory, state_directory());
+  return directory + "/jobs.db";
+}
+
 Status create_directories(const std::string& path) {
   std::error_code error;
   std::filesystem::create_directories(path, error);

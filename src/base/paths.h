@@ -11,6 +11,8 @@ namespace synapse {
 
 // The state directory's path; it is not created.
 Result<std::string> state_directory();
+// The job database shared by `synapse serve` and `synapse jobs`: <state directory>/jobs.db.
+Result<std::string> jobs_database_path();
 // Creates `path` and missing parents (mode 0755); succeeds if it already exists as a directory.
 Status create_directories(const std::string& path);
 

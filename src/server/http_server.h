@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "server/http_metrics.h"
 #include "server/inference.h"
+#include "server/jobs_api.h"
 
 namespace synapse::server {
 
@@ -35,6 +36,8 @@ struct ServerOptions {
   const Inference* inference = nullptr;  // not owned; none: no generation routes
   // Not owned; an embedding model: the embedding routes, and generation routes answer 400.
   const Embeddings* embeddings = nullptr;
+  // Not owned; the durable job routes (/v1/jobs, /v1/files, /v1/batches) when set.
+  const JobsApi* jobs = nullptr;
 };
 
 // The key from --api-key, else the SYNAPSE_API_KEY environment variable, else none.

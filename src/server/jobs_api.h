@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the job routes need (/v1/jobs, and OpenAI's /v1/files + /v1/batches): the durable job
+// store, shared with the executor that runs the jobs and with the `synapse jobs` CLI (SQLite
+// serializes the writers), the limits on a submission, and how to wake the executor when a job
+// arrives so it need not wait for its next poll. Built by `synapse serve` (or a test) and handed
+// to HttpServer by pointer; it must outlive the server.
+#pragma once
+
+#include <functional>
+
+#include "jobs/job_store.h"
+#include "jobs/submission.h"
+
+namespace synapse::server {
+
+struct JobsApi {
+  jobs::JobStore* store = nullptr;  // not owned
+  jobs::SubmissionLimits limits;
+  std::function<void()> on_submitted;  // may be empty
+};
+
+}  // namespace synapse::server
