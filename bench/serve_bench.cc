@@ -7,6 +7,8 @@
 // Prints one JSON document. The model is synthesized once and reused:
 //   serve_bench [--model PATH] [--threads N] [--tokens N] [--prompt N]
 // PATH defaults to $SYNAPSE_BENCH_DIR (or /tmp)/synapse-qwen2.5-0.5b-shape-q8_0.gguf.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,12 +17,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "backend/cpu_backend.h"
-#include "kernels/kernel_selection.h"
 #include "jobs/sqlite_job_store.h"
+#include "kernels/kernel_selection.h"
 #include "serve/service.h"
 #include "server/generation_call.h"
 #include "server/job_worker.h"

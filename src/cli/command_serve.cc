@@ -198,9 +198,9 @@ int run_serve(const ServeOptions& o) {
   api::RequestLimits item_limits;
   item_limits.max_body_bytes = o.max_body_bytes;
   Result<std::unique_ptr<ServeJobs>> jobs = ServeJobs::start(
-      o.jobs, [&inference, item_limits](std::string_view url, std::string_view body,
-                                        serve::RequestClass c,
-                                        const std::function<bool()>& cancelled) {
+      o.jobs,
+      [&inference, item_limits](std::string_view url, std::string_view body, serve::RequestClass c,
+                                const std::function<bool()>& cancelled) {
         return server::run_generation_request(inference, url, body, c, cancelled, item_limits);
       });
   if (!jobs.ok()) {

@@ -70,8 +70,7 @@ Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
           stopped = Status(ErrorCode::kLeaseLost, "job " + lease->job_id + " was taken over");
         }
       }
-      if (stopped.ok() &&
-          now - renewed_at >= std::chrono::milliseconds(options.renew_after_ms)) {
+      if (stopped.ok() && now - renewed_at >= std::chrono::milliseconds(options.renew_after_ms)) {
         renewed_at = now;
         Result<int64_t> renewed = store.renew(*lease, options.lease_duration_ms);
         if (!renewed.ok()) stopped = renewed.status();

@@ -529,7 +529,8 @@ TEST_F(JobStoreTest, ExecutorLoopRunsJobsToTheEnd) {
 // next keep_going() check, stops, and commits nothing more.
 class CancellingRunner final : public ItemRunner {
  public:
-  CancellingRunner(JobStore& store, std::string job_id) : store_(store), job_id_(std::move(job_id)) {}
+  CancellingRunner(JobStore& store, std::string job_id)
+      : store_(store), job_id_(std::move(job_id)) {}
   ItemOutcome run(const WorkItem& item) override {
     ++runs;
     if (item.index == 1) {

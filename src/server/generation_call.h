@@ -23,8 +23,7 @@ namespace synapse::server {
 // when it says true the request is cancelled (its slot is freed within one engine step) and the
 // result is `cancelled`. Blocks the calling thread until the request ends.
 Result<std::string> run_generation_request(const Inference& inference, std::string_view url,
-                                           std::string_view body,
-                                           serve::RequestClass request_class,
+                                           std::string_view body, serve::RequestClass request_class,
                                            const std::function<bool()>& cancelled,
                                            const api::RequestLimits& limits = {});
 

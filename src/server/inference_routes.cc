@@ -203,8 +203,7 @@ class Routes {
   }
 
   Result<Prepared> prepare_completion(std::string_view text, const ClassChoice& choose) const {
-    SYN_ASSIGN_OR_RETURN(api::CompletionRequest body,
-                         api::parse_completion_request(text, limits_));
+    SYN_ASSIGN_OR_RETURN(api::CompletionRequest body, api::parse_completion_request(text, limits_));
     Prepared p;
     p.meta = {new_id("cmpl-"), unix_seconds(), inf_.model_id};
     SYN_RETURN_IF_ERROR(check_model(body.model));
@@ -345,8 +344,7 @@ class Routes {
 
   // Waits for the request's events and renders the one JSON response. `abandoned` is asked every
   // poll interval; when it says true the request is cancelled and kCancelled returned.
-  Result<std::string> collect(const Prepared& p, size_t prompt_tokens,
-                              serve::RequestHandle& handle,
+  Result<std::string> collect(const Prepared& p, size_t prompt_tokens, serve::RequestHandle& handle,
                               const std::function<bool()>& abandoned) const {
     std::string text = p.echo;
     std::vector<api::TokenLogprob> logprobs;
@@ -515,8 +513,7 @@ class Routes {
 }  // namespace
 
 Result<std::string> run_generation_request(const Inference& inference, std::string_view url,
-                                           std::string_view body,
-                                           serve::RequestClass request_class,
+                                           std::string_view body, serve::RequestClass request_class,
                                            const std::function<bool()>& cancelled,
                                            const api::RequestLimits& limits) {
   return Routes(inference, limits).call(url, body, request_class, cancelled);

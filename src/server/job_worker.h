@@ -35,9 +35,9 @@ namespace synapse::server {
 // Runs one item's request: url and body as submitted, in the job's class. Returns the JSON
 // response or the error (queue_full is retried by the worker). Blocks; `cancelled` is to be
 // polled, and when it says true the call should end soon with `cancelled`.
-using ItemCall = std::function<Result<std::string>(
-    std::string_view url, std::string_view body, serve::RequestClass request_class,
-    const std::function<bool()>& cancelled)>;
+using ItemCall = std::function<Result<std::string>(std::string_view url, std::string_view body,
+                                                   serve::RequestClass request_class,
+                                                   const std::function<bool()>& cancelled)>;
 
 struct JobWorkerOptions {
   std::string lock_path;  // usually the database path + ".executor-lock"
@@ -45,9 +45,9 @@ struct JobWorkerOptions {
   int64_t lease_duration_ms = 30'000;
   int64_t items_per_commit = 16;
   std::chrono::milliseconds poll{500};  // how often idle workers look for jobs without a notify
-  std::chrono::milliseconds expire_every{60'000};       // retention / execution deadlines
-  std::chrono::milliseconds queue_full_backoff{200};    // an item refused with queue_full waits
-  std::function<void(const std::string&)> log;          // progress lines; empty: quiet
+  std::chrono::milliseconds expire_every{60'000};     // retention / execution deadlines
+  std::chrono::milliseconds queue_full_backoff{200};  // an item refused with queue_full waits
+  std::function<void(const std::string&)> log;        // progress lines; empty: quiet
 };
 
 class JobWorker {

@@ -86,8 +86,8 @@ ServerProcess::ServerProcess(const std::string& model, const std::string& args,
                              const std::string& log_path) {
   int out[2];
   if (pipe(out) != 0) return;
-  const std::string command = "exec " + synapse_cli() + " serve -m " + quote(model) +
-                              " --port 0 " + args + " 2>>" + quote(log_path);
+  const std::string command = "exec " + synapse_cli() + " serve -m " + quote(model) + " --port 0 " +
+                              args + " 2>>" + quote(log_path);
   pid_ = fork();
   if (pid_ == 0) {
     dup2(out[1], STDOUT_FILENO);

@@ -41,7 +41,7 @@ class ServerProcess {
 };
 
 struct HttpReply {
-  int status = 0;  // 0: no answer (connection refused or closed)
+  int status = 0;                              // 0: no answer (connection refused or closed)
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;                            // chunked bodies decoded
 };
