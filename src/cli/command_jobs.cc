@@ -254,7 +254,11 @@ int run_results(SqliteJobStore& store, const Options& o) {
                  std::string(jobs::job_state_name(job->state)).c_str());
   }
   if (o.output.empty()) {
-    std::fwrite(jsonl.data(), 1, jsonl.size(), stdout);
+    // An export piped into a full disk must not look like a success.
+    if (std::fwrite(jsonl.data(), 1, jsonl.size(), stdout) != jsonl.size() ||
+        std::fflush(stdout) != 0) {
+      return fail(Status(ErrorCode::kIoError, "cannot write the results to stdout"));
+    }
     return kExitOk;
   }
   std::ofstream file(o.output, std::ios::binary | std::ios::trunc);

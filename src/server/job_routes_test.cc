@@ -340,6 +340,37 @@ TEST(JobRoutes, NoJobRoutesWithoutAStore) {
   EXPECT_EQ(client.Get("/v1/jobs")->status, 404);
 }
 
+// A full disk (emulated by a page quota) is 507 storage_full; what was stored stays readable.
+TEST(JobRoutes, FullDatabaseIs507StorageFull) {
+  TempDir dir;
+  JobServer s(dir.file("jobs.db"), {.max_database_pages = 64});
+  httplib::Client client = s.client();
+  const auto submission = [](int n) {
+    std::string body = R"({"requests":[)";
+    for (int i = 0; i < 50; ++i) {
+      body += std::string(i == 0 ? "" : ",") + R"({"custom_id":"r)" + std::to_string(i) +
+              R"(","url":"/v1/embeddings","body":{"input":")" + std::to_string(n) +
+              std::string(200, 'x') + "\"}}";
+    }
+    return body + "]}";
+  };
+  auto first = client.Post("/v1/jobs", submission(0), "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 201) << first->body;
+  const std::string id = body_of(first)["id"].get<std::string>();
+  int status = 201;
+  std::string code;
+  for (int n = 1; n < 200 && status == 201; ++n) {
+    auto r = client.Post("/v1/jobs", submission(n), "application/json");
+    ASSERT_TRUE(r);
+    status = r->status;
+    if (status != 201) code = error_code_of(r);
+  }
+  EXPECT_EQ(status, 507);
+  EXPECT_EQ(code, "storage_full");
+  EXPECT_EQ(body_of(client.Get("/v1/jobs/" + id))["id"], id);
+}
+
 // Against a database file the server can only read: reads answer, a submit is 503
 // storage_read_only (transient: an operator can fix the file), not a crash.
 void check_read_only_routes(const std::string& path, const std::string& id) {

@@ -212,6 +212,11 @@ TEST_F(JobsCli, ResultsPageByPage) {
   EXPECT_EQ(std::count(written.begin(), written.end(), '\n'), 3);
   EXPECT_NE(written.find(R"("custom_id":"c")"), std::string::npos) << written;
   EXPECT_EQ(Json::parse(run_jobs("show --json " + id).stdout_text)["status"], "completed");
+  // A write that fails (a full disk) is an error, not a silently short export.
+  const CommandResult full = run_command("sh -c \"" + synapse_cli() + " jobs --db " + quote(db()) +
+                                         " results " + id + " >/dev/full\"");
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_NE(full.stderr_text.find("io_error"), std::string::npos) << full.stderr_text;
 }
 
 // --wait follows the job until an executor (here the test, through the store) finishes it.
