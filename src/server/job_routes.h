@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+// The durable-job routes of the HTTP server (docs/jobs.md, "HTTP API"): POST /v1/jobs (the JSON
+// form, or batch JSONL by Content-Type; Idempotency-Key), GET /v1/jobs (filters, cursor),
+// GET /v1/jobs/{id}, GET /v1/jobs/{id}/results?page=N, POST /v1/jobs/{id}/cancel. Handlers only
+// parse, call the JobStore and render (jobs/job_json.h); the executor in `synapse serve` runs the
+// jobs. Private to the server library (httplib types).
+#pragma once
+
+#include <httplib.h>
+
+#include "server/jobs_api.h"
+
+namespace synapse::server {
+
+// `jobs` (and its store) must outlive the server.
+void add_job_routes(httplib::Server& http, const JobsApi& jobs);
+
+}  // namespace synapse::server
