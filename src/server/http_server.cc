@@ -8,6 +8,7 @@
 
 #include "api/api_error.h"
 #include "api/requests.h"
+#include "server/batch_routes.h"
 #include "server/embedding_routes.h"
 #include "server/inference_routes.h"
 
@@ -106,6 +107,9 @@ Status HttpServer::start() {
     limits.max_body_bytes = options_.max_body_bytes;
     add_embedding_routes(http, *options_.embeddings, limits);
     add_wrong_model_routes(http, options_.embeddings->model_id, /*generation=*/true);
+  }
+  if (options_.jobs != nullptr && options_.jobs->store != nullptr) {
+    add_batch_routes(http, *options_.jobs);
   }
   // The service's metrics (when there is one) and the HTTP counts.
   http.Get("/metrics", [this, inference](const httplib::Request&, httplib::Response& res) {
