@@ -106,7 +106,7 @@ Result<std::vector<StoredFile>> SqliteJobStore::list_files(const FileFilter& fil
   SYN_ASSIGN_OR_RETURN(SqliteStatement select, db_.prepare(sql));
   if (filter.purpose) select.bind(1, *filter.purpose);
   if (filter.after) select.bind(2, *filter.after);
-  select.bind(3, std::clamp<int64_t>(filter.limit, 0, 10'000));
+  select.bind(3, std::clamp<int64_t>(filter.limit, 0, 100'000));
   std::vector<StoredFile> files;
   while (true) {
     SYN_ASSIGN_OR_RETURN(const bool row, select.step());

@@ -220,10 +220,10 @@ OrderedJson file_object(const jobs::StoredFile& file) {
   return object;
 }
 
-Result<std::string> batch_file_content(jobs::JobStore& store, const BatchFileRef& ref) {
-  const std::string file_id =
-      ref.errors ? batch_error_file_id(ref.job_id) : batch_output_file_id(ref.job_id);
-  SYN_ASSIGN_OR_RETURN(const JobInfo job, load_batch_job(store, ref, file_id));
+namespace {
+
+// The content of a batch's output or error file; `job` is terminal and has that file.
+Result<std::string> render_batch_file(jobs::JobStore& store, const JobInfo& job, bool errors) {
   // Every committed line gets an ordinal (its position across all pages), so request ids stay
   // the same whichever file, and however often, it is read: committed pages never change.
   std::string content;
@@ -241,14 +241,13 @@ Result<std::string> batch_file_content(jobs::JobStore& store, const BatchFileRef
       if (!stored.is_object()) {
         return Status(ErrorCode::kInternal, "result page " + std::to_string(page_number) +
                                                 " of job " + job.id +
-                                                " holds a line that is "
-                                                "not a JSON object");
+                                                " holds a line that is not a JSON object");
       }
-      if (stored.contains("error") != ref.errors) continue;
+      if (stored.contains("error") != errors) continue;
       content += dump_line(openai_result_line(job.id, ordinal, std::move(stored)));
     }
   }
-  if (ref.errors && job.counts.pending() > 0) {
+  if (errors && job.counts.pending() > 0) {
     SYN_ASSIGN_OR_RETURN(const std::vector<jobs::ItemInfo> items, store.items(job.id));
     for (const jobs::ItemInfo& item : items) {
       if (item.state != jobs::ItemState::kPending) continue;
@@ -261,11 +260,22 @@ Result<std::string> batch_file_content(jobs::JobStore& store, const BatchFileRef
   return content;
 }
 
+std::string file_id_of(const BatchFileRef& ref) {
+  return ref.errors ? batch_error_file_id(ref.job_id) : batch_output_file_id(ref.job_id);
+}
+
+}  // namespace
+
+Result<std::string> batch_file_content(jobs::JobStore& store, const BatchFileRef& ref) {
+  SYN_ASSIGN_OR_RETURN(const JobInfo job, load_batch_job(store, ref, file_id_of(ref)));
+  return render_batch_file(store, job, ref.errors);
+}
+
 Result<jobs::StoredFile> batch_file(jobs::JobStore& store, const BatchFileRef& ref) {
-  const std::string file_id =
-      ref.errors ? batch_error_file_id(ref.job_id) : batch_output_file_id(ref.job_id);
+  const std::string file_id = file_id_of(ref);
   SYN_ASSIGN_OR_RETURN(const JobInfo job, load_batch_job(store, ref, file_id));
-  SYN_ASSIGN_OR_RETURN(const std::string content, batch_file_content(store, ref));
+  // The size is the rendered content's: computed, since nothing is stored.
+  SYN_ASSIGN_OR_RETURN(const std::string content, render_batch_file(store, job, ref.errors));
   return jobs::StoredFile{
       .id = file_id,
       .filename = "batch_" + job.id + (ref.errors ? "_errors.jsonl" : "_output.jsonl"),

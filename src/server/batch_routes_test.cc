@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -45,7 +46,10 @@ class BatchRoutesTest : public ::testing::Test {
   }
 
   void open_store() {
-    Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::open(dir_.file("jobs.db"));
+    jobs::SqliteJobStoreOptions options;
+    options.clock = [this] { return now_ms_.load(); };
+    Result<std::unique_ptr<SqliteJobStore>> store =
+        SqliteJobStore::open(dir_.file("jobs.db"), std::move(options));
     ASSERT_TRUE(store.ok()) << store.status().to_string();
     store_ = std::move(store).value();
     jobs_.store = store_.get();
@@ -116,6 +120,7 @@ class BatchRoutesTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  std::atomic<int64_t> now_ms_{1'750'000'000'000};  // the store's clock
   std::unique_ptr<SqliteJobStore> store_;
   JobsApi jobs_;
   int submitted_ = 0;
@@ -329,6 +334,45 @@ TEST_F(BatchRoutesTest, CancelListsUnrunItemsInTheErrorFile) {
   EXPECT_EQ(first["custom_id"], "a");
   EXPECT_TRUE(first["response"].is_null());
   EXPECT_EQ(first["error"]["code"], "batch_cancelled");
+}
+
+TEST_F(BatchRoutesTest, ExpiredAndFailedBatchesReportWhatNeverRan) {
+  const std::string expiring = create_batch(upload_id(chat_line("a") + chat_line("b")))["id"];
+  Result<std::optional<jobs::Lease>> lease = store_->acquire("test", 60'000);
+  ASSERT_TRUE(lease.ok() && lease->has_value());
+  Result<jobs::NextItems> next = store_->next_items(**lease, 1);
+  ASSERT_TRUE(next.ok());
+  ASSERT_TRUE(
+      store_->commit_page(**lease, {ItemOutcome::success(next->items[0].index, R"({"x":1})")})
+          .ok());
+  now_ms_ += int64_t{25} * 3600 * 1000;  // past the 24h completion window
+  ASSERT_EQ(store_->expire()->expired, 1);
+  const json expired = get("/v1/batches/" + expiring);
+  EXPECT_EQ(expired["status"], "expired");
+  EXPECT_EQ(expired["expired_at"], now_ms_ / 1000);
+  EXPECT_EQ(expired["request_counts"], (json{{"total", 2}, {"completed", 1}, {"failed", 0}}));
+  const std::string output = client_->Get("/v1/files/file-" + expiring + "-output/content")->body;
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+  const json unrun =
+      json::parse(client_->Get("/v1/files/file-" + expiring + "-errors/content")->body);
+  EXPECT_EQ(unrun["custom_id"], "b");
+  EXPECT_EQ(unrun["error"]["code"], "batch_expired");
+
+  const std::string failing = create_batch(upload_id(chat_line("c")))["id"];
+  lease = store_->acquire("test", 60'000);
+  ASSERT_TRUE(lease.ok() && lease->has_value());
+  ASSERT_EQ((*lease)->job_id, failing);
+  ASSERT_TRUE(store_->fail(**lease, ErrorCode::kModelNotFound, "no model tiny").ok());
+  const json failed = get("/v1/batches/" + failing);
+  EXPECT_EQ(failed["status"], "failed");
+  EXPECT_FALSE(failed["failed_at"].is_null());
+  ASSERT_TRUE(failed["errors"].is_object()) << failed.dump();
+  EXPECT_EQ(failed["errors"]["data"].back()["code"], "model_not_found");
+  EXPECT_TRUE(failed["errors"]["data"].back()["line"].is_null());
+  EXPECT_TRUE(failed["output_file_id"].is_null());
+  const json never = json::parse(
+      client_->Get("/v1/files/" + failed["error_file_id"].get<std::string>() + "/content")->body);
+  EXPECT_EQ(never["error"]["code"], "model_not_found");
 }
 
 TEST_F(BatchRoutesTest, ListsPageNewestFirstAndSkipPlainJobs) {
