@@ -77,6 +77,18 @@ class JobStore {
   // Marks queued/running jobs past their execution deadline as expired and deletes terminal jobs
   // whose retention ended (results and events included).
   virtual Result<ExpireResult> expire() = 0;
+
+  // --- Files (OpenAI's /v1/files: batch input files, kept until deleted) ---
+  // Stores `content` under a new id. Over the store's size limit: `request_too_large`; an empty
+  // purpose or a filename over 255 bytes: `invalid_field`.
+  virtual Result<StoredFile> create_file(std::string_view filename, std::string_view purpose,
+                                         std::string_view content) = 0;
+  // Unknown ids are `not_found` (field file_id).
+  virtual Result<StoredFile> get_file(std::string_view file_id) = 0;
+  virtual Result<std::string> file_content(std::string_view file_id) = 0;
+  virtual Result<std::vector<StoredFile>> list_files(const FileFilter& filter) = 0;
+  // Jobs made from the file keep their items; only the file goes.
+  virtual Status delete_file(std::string_view file_id) = 0;
 };
 
 }  // namespace synapse::jobs

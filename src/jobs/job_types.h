@@ -36,6 +36,7 @@ struct JobRequest {
   std::string custom_id;
   std::string url;   // /v1/completions, /v1/chat/completions or /v1/embeddings
   std::string body;  // the request body as canonical JSON (sorted keys, no spaces)
+  int64_t line = 0;  // where the parser found it (1-based line or array index); not stored
 };
 
 // A line (JSONL) or array element (JSON form) the parser rejected; the others still form the job.
@@ -45,6 +46,15 @@ struct LineError {
   std::string message;
 };
 
+// What OpenAI's /v1/batches keeps beside a job created through it (docs/jobs.md, OpenAI batches).
+// The job's id is the batch's id; a job without these was not created as a batch.
+struct OpenAiBatch {
+  std::string input_file_id;
+  std::string endpoint;           // every item's url
+  std::string completion_window;  // "24h"
+  std::string metadata_json;      // a JSON object of strings, or "null"
+};
+
 // A parsed submission, ready for JobStore::submit.
 struct Submission {
   JobClass job_class = JobClass::kBatch;
@@ -52,6 +62,8 @@ struct Submission {
   std::vector<LineError> line_errors;       // kept with the job, shown with its status
   std::optional<int64_t> execution_ttl_ms;  // store default when absent
   std::optional<int64_t> retention_ttl_ms;  // store default when absent
+  // Set by the /v1/batches route: stored with the job in the same transaction.
+  std::optional<OpenAiBatch> openai_batch;
 };
 
 struct JobCounts {
@@ -81,7 +93,8 @@ struct JobInfo {
   std::optional<int64_t> finished_ms;
   ErrorCode error_code = ErrorCode::kOk;  // why the job failed, if it did
   std::string error_message;
-  std::vector<LineError> line_errors;  // filled by get_job only
+  std::vector<LineError> line_errors;       // filled by get_job, and by list_jobs for batches only
+  std::optional<OpenAiBatch> openai_batch;  // present when created through /v1/batches
 };
 
 struct SubmitResult {
@@ -154,6 +167,7 @@ struct JobFilter {
   std::optional<JobClass> job_class;
   int64_t limit = 100;
   std::optional<std::string> after;  // cursor: the last id of the previous page of the listing
+  bool openai_batches_only = false;  // only jobs created through /v1/batches
 };
 
 struct JobEvent {
@@ -178,6 +192,22 @@ struct ItemInfo {
   ErrorCode last_error = ErrorCode::kOk;
   std::string last_error_message;
   std::optional<int64_t> page;
+};
+
+// A file uploaded through OpenAI's /v1/files (a batch's input); its bytes are read separately.
+struct StoredFile {
+  std::string id;  // "file-" + 24 hex
+  std::string filename;
+  std::string purpose;  // "batch"
+  int64_t bytes = 0;
+  int64_t created_ms = 0;
+};
+
+struct FileFilter {
+  std::optional<std::string> purpose;
+  int64_t limit = 100;
+  std::optional<std::string> after;  // cursor: the last id of the previous page
+  bool oldest_first = false;         // newest first by default, as OpenAI lists
 };
 
 }  // namespace synapse::jobs

@@ -87,6 +87,29 @@ CREATE TABLE events(
 CREATE INDEX events_by_job ON events(job_id, seq);
 )sql";
 
+// Version 2: OpenAI's /v1/files and /v1/batches. Output and error files are not stored: they are
+// views of a batch's result pages (docs/jobs.md).
+constexpr std::string_view kSchemaV2 = R"sql(
+CREATE TABLE files(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- listing order and cursor
+  id TEXT NOT NULL UNIQUE,                -- 'file-' + 24 hex
+  filename TEXT NOT NULL,
+  purpose TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  content BLOB NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE INDEX files_by_purpose ON files(purpose, seq);
+
+CREATE TABLE openai_batches(
+  job_id TEXT PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  input_file_id TEXT NOT NULL,            -- not a foreign key: deleting the file keeps the batch
+  endpoint TEXT NOT NULL,
+  completion_window TEXT NOT NULL,
+  metadata TEXT NOT NULL DEFAULT 'null'   -- JSON object of strings, or null
+) WITHOUT ROWID;
+)sql";
+
 std::string new_job_id() {
   // 96 random bits: ids from concurrent processes never collide in practice.
   thread_local std::mt19937_64 generator{std::random_device{}()};
@@ -177,8 +200,13 @@ Status SqliteJobStore::migrate() {
     SYN_RETURN_IF_ERROR(db_.exec("CREATE TABLE schema_version(version INTEGER NOT NULL)"));
     SYN_RETURN_IF_ERROR(db_.exec(kSchemaV1));
     SYN_RETURN_IF_ERROR(db_.exec("INSERT INTO schema_version(version) VALUES (1)"));
+    version = 1;
   }
-  // Migrations from version 1 to later versions go here, each followed by its version row.
+  // Each migration runs in this transaction with its version row: a crash leaves the old version.
+  if (*version < 2) {
+    SYN_RETURN_IF_ERROR(db_.exec(kSchemaV2));
+    SYN_RETURN_IF_ERROR(db_.exec("INSERT INTO schema_version(version) VALUES (2)"));
+  }
   return txn.commit();
 }
 
@@ -283,6 +311,18 @@ Result<SubmitResult> SqliteJobStore::submit(const Submission& submission,
         .bind(4, request.url)
         .bind(5, request.body);
     SYN_RETURN_IF_ERROR(insert_item.run());
+  }
+  if (submission.openai_batch) {
+    const OpenAiBatch& batch = *submission.openai_batch;
+    SYN_ASSIGN_OR_RETURN(SqliteStatement insert_batch,
+                         db_.prepare("INSERT INTO openai_batches(job_id, input_file_id, endpoint, "
+                                     "completion_window, metadata) VALUES (?, ?, ?, ?, ?)"));
+    insert_batch.bind(1, id)
+        .bind(2, batch.input_file_id)
+        .bind(3, batch.endpoint)
+        .bind(4, batch.completion_window)
+        .bind(5, batch.metadata_json.empty() ? std::string_view("null") : batch.metadata_json);
+    SYN_RETURN_IF_ERROR(insert_batch.run());
   }
   SYN_RETURN_IF_ERROR(add_event(id, now, "submitted",
                                 std::to_string(submission.requests.size()) + " items, " +

@@ -35,13 +35,15 @@ struct SqliteJobStoreOptions {
   // A quota on the database size in SQLite pages (PRAGMA max_page_count); past it writes fail
   // with `storage_full`. Tests use it to emulate a full disk.
   std::optional<int64_t> max_database_pages;
+  // The largest file create_file accepts (`request_too_large` beyond).
+  int64_t max_file_bytes = 64ll << 20;
   // Milliseconds since the Unix epoch; the system clock when empty. Tests move time by hand.
   std::function<int64_t()> clock;
 };
 
 class SqliteJobStore final : public JobStore {
  public:
-  static constexpr int64_t kSchemaVersion = 1;
+  static constexpr int64_t kSchemaVersion = 2;  // 2: files and openai_batches
 
   // Opens or creates the database. A file SQLite can only read is opened read-only: reads work,
   // writes fail with `storage_read_only`.
@@ -66,6 +68,12 @@ class SqliteJobStore final : public JobStore {
   Result<std::vector<JobEvent>> events(std::string_view job_id) override;
   Result<std::vector<ItemInfo>> items(std::string_view job_id) override;
   Result<ExpireResult> expire() override;
+  Result<StoredFile> create_file(std::string_view filename, std::string_view purpose,
+                                 std::string_view content) override;
+  Result<StoredFile> get_file(std::string_view file_id) override;
+  Result<std::string> file_content(std::string_view file_id) override;
+  Result<std::vector<StoredFile>> list_files(const FileFilter& filter) override;
+  Status delete_file(std::string_view file_id) override;
 
   bool read_only() const { return read_only_; }
 

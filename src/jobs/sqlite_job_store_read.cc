@@ -13,7 +13,11 @@ constexpr std::string_view kJobColumns =
     "id, idempotency_key, request_digest, class, state, item_count, succeeded_count, "
     "failed_count, invalid_line_count, attempts, page_count, lease_owner, lease_epoch, "
     "lease_deadline_ms, created_ms, updated_ms, execution_deadline_ms, retention_ttl_ms, "
-    "finished_ms, error_code, error_message, line_errors";
+    "finished_ms, error_code, error_message, line_errors, b.input_file_id, b.endpoint, "
+    "b.completion_window, b.metadata";
+// Every job query reads from this: a batch's OpenAI attributes come with its job.
+constexpr std::string_view kJobTables =
+    " FROM jobs LEFT JOIN openai_batches b ON b.job_id = jobs.id";
 
 JobInfo read_job(const SqliteStatement& row, bool with_line_errors) {
   JobInfo job;
@@ -38,6 +42,12 @@ JobInfo read_job(const SqliteStatement& row, bool with_line_errors) {
   job.finished_ms = row.column_optional_int(18);
   job.error_code = error_code_from_name(row.column_text(19)).value_or(ErrorCode::kOk);
   job.error_message = row.column_text(20);
+  if (const std::optional<std::string> input_file_id = row.column_optional_text(22)) {
+    job.openai_batch = OpenAiBatch{.input_file_id = *input_file_id,
+                                   .endpoint = row.column_text(23),
+                                   .completion_window = row.column_text(24),
+                                   .metadata_json = row.column_text(25)};
+  }
   if (with_line_errors) {
     // Written by this store; a parse failure would mean corruption, shown as no details.
     const std::string text = row.column_text(21);
@@ -60,8 +70,9 @@ JobInfo read_job(const SqliteStatement& row, bool with_line_errors) {
 }  // namespace
 
 Result<JobInfo> SqliteJobStore::load_job(std::string_view job_id) {
-  SYN_ASSIGN_OR_RETURN(SqliteStatement select, db_.prepare("SELECT " + std::string(kJobColumns) +
-                                                           " FROM jobs WHERE id = ?"));
+  SYN_ASSIGN_OR_RETURN(SqliteStatement select,
+                       db_.prepare("SELECT " + std::string(kJobColumns) + std::string(kJobTables) +
+                                   " WHERE id = ?"));
   select.bind(1, job_id);
   SYN_ASSIGN_OR_RETURN(const bool found, select.step());
   if (!found) return job_not_found(job_id);
@@ -75,7 +86,8 @@ Result<JobInfo> SqliteJobStore::get_job(std::string_view job_id) {
 
 Result<std::vector<JobInfo>> SqliteJobStore::list_jobs(const JobFilter& filter) {
   const std::lock_guard lock(mutex_);
-  std::string sql = "SELECT " + std::string(kJobColumns) + " FROM jobs WHERE 1";
+  std::string sql = "SELECT " + std::string(kJobColumns) + std::string(kJobTables) + " WHERE 1";
+  if (filter.openai_batches_only) sql += " AND b.job_id IS NOT NULL";
   if (filter.state) sql += " AND state = ?1";
   if (filter.job_class) sql += " AND class = ?2";
   if (filter.after) sql += " AND seq < (SELECT seq FROM jobs WHERE id = ?3)";
@@ -89,7 +101,8 @@ Result<std::vector<JobInfo>> SqliteJobStore::list_jobs(const JobFilter& filter) 
   while (true) {
     SYN_ASSIGN_OR_RETURN(const bool row, select.step());
     if (!row) break;
-    jobs.push_back(read_job(select, /*with_line_errors=*/false));
+    // A batch object lists its line errors (OpenAI's `errors`); plain job listings stay lean.
+    jobs.push_back(read_job(select, /*with_line_errors=*/filter.openai_batches_only));
   }
   return jobs;
 }

@@ -469,7 +469,9 @@ TEST_F(JobStoreTest, NewerSchemaIsRefused) {
   {
     Result<SqliteDb> db = SqliteDb::open(dir_.file("jobs.db"), 1000);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->exec("INSERT INTO schema_version(version) VALUES (2)").ok());
+    ASSERT_TRUE(db->exec("INSERT INTO schema_version(version) VALUES (" +
+                         std::to_string(SqliteJobStore::kSchemaVersion + 1) + ")")
+                    .ok());
   }
   Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::open(dir_.file("jobs.db"));
   EXPECT_EQ(store.status().code(), ErrorCode::kUnsupportedVersion);

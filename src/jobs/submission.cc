@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "jobs/submission.h"
 
+#include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
@@ -110,6 +111,7 @@ class SubmissionBuilder {
                                     "more than " + std::to_string(limits_.max_requests) +
                                         " requests in one job"));
     }
+    request->line = line;
     submission_.requests.push_back(std::move(request).value());
   }
 
@@ -219,6 +221,31 @@ Result<Submission> parse_json_submission(std::string_view text, const Submission
   }
   SYN_RETURN_IF_ERROR(builder.finish());
   return submission;
+}
+
+Status restrict_to_endpoint(Submission& submission, std::string_view endpoint,
+                            const SubmissionLimits& limits) {
+  std::vector<JobRequest> kept;
+  for (JobRequest& request : submission.requests) {
+    if (request.url == endpoint) {
+      kept.push_back(std::move(request));
+    } else if (static_cast<int64_t>(submission.line_errors.size()) < limits.max_line_errors) {
+      submission.line_errors.push_back(
+          LineError{.line = request.line,
+                    .code = ErrorCode::kInvalidField,
+                    .message = "url " + request.url + " differs from the batch's endpoint " +
+                               std::string(endpoint) + " (field url)"});
+    }
+  }
+  const bool none_left = kept.empty();
+  submission.requests = std::move(kept);
+  std::stable_sort(submission.line_errors.begin(), submission.line_errors.end(),
+                   [](const LineError& a, const LineError& b) { return a.line < b.line; });
+  if (none_left) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "no valid line of the input targets the endpoint " + std::string(endpoint));
+  }
+  return ok_status();
 }
 
 std::string submission_digest(const Submission& submission) {

@@ -31,6 +31,12 @@ Result<Submission> parse_jsonl_submission(std::string_view text, JobClass job_cl
 Result<Submission> parse_json_submission(std::string_view text,
                                          const SubmissionLimits& limits = {});
 
+// OpenAI's batch rule: every line targets the batch's one endpoint. Moves the requests whose url
+// differs into `line_errors` (`invalid_field`, field url; kept in line order, at most
+// `limits.max_line_errors`). `invalid_argument` when no request is left.
+Status restrict_to_endpoint(Submission& submission, std::string_view endpoint,
+                            const SubmissionLimits& limits = {});
+
 // SHA-256 (hex) of the canonical submission: class and each request's custom_id, url and
 // canonical body, in order. Two submissions with the same digest run the same work.
 std::string submission_digest(const Submission& submission);

@@ -8,6 +8,7 @@
 
 #include "api/api_error.h"
 #include "api/requests.h"
+#include "server/batch_routes.h"
 #include "server/embedding_routes.h"
 #include "server/inference_routes.h"
 #include "server/job_routes.h"
@@ -110,6 +111,7 @@ Status HttpServer::start() {
   }
   if (options_.jobs != nullptr && options_.jobs->store != nullptr) {
     add_job_routes(http, *options_.jobs);
+    add_batch_routes(http, *options_.jobs);
   }
   // The service's metrics (when there is one) and the HTTP counts.
   http.Get("/metrics", [this, inference](const httplib::Request&, httplib::Response& res) {

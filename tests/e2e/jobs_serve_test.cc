@@ -137,29 +137,59 @@ class JobsServeTest : public ::testing::Test {
 testing::TempDir* JobsServeTest::dir_ = nullptr;
 std::string* JobsServeTest::model_ = nullptr;
 
+// Through the HTTP routes: submit (twice, with the same Idempotency-Key), wait, page through the
+// results; each equals the same request sent to /v1/completions directly.
 TEST_F(JobsServeTest, ResultsEqualTheSameRequestsRunDirectly) {
   auto server = start_server();
   ASSERT_GT(server->port(), 0);
-  const std::string id = submit(make_job(1, 6));
-  ASSERT_TRUE(wait_all_terminal({id}, 60s)) << testing::read_file_text(log());
-  const jobs::JobInfo job = *store_->get_job(id);
-  EXPECT_EQ(job.state, jobs::JobState::kCompleted);
-  EXPECT_EQ(job.counts.succeeded, 6);
+  Json requests = Json::array();
+  for (int i = 0; i < 6; ++i) {
+    requests.push_back({{"custom_id", "job1-item" + std::to_string(i)},
+                        {"url", "/v1/completions"},
+                        {"body", Json::parse(item_body(1, i))}});
+  }
+  const std::string submission = Json{{"requests", requests}, {"class", "batch"}}.dump();
+  const testing::HttpReply created = http_request(server->port(), "POST", "/v1/jobs", submission,
+                                                  "", "Idempotency-Key: e2e-results\r\n");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = Json::parse(created.body)["id"];
+  const testing::HttpReply replayed = http_request(server->port(), "POST", "/v1/jobs", submission,
+                                                   "", "Idempotency-Key: e2e-results\r\n");
+  EXPECT_EQ(replayed.status, 200) << replayed.body;
+  EXPECT_EQ(Json::parse(replayed.body)["id"], id);
+
+  Json job;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  do {
+    std::this_thread::sleep_for(50ms);
+    job = Json::parse(http_request(server->port(), "GET", "/v1/jobs/" + id).body);
+  } while (job["status"] != "completed" && std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(job["status"], "completed") << job.dump() << testing::read_file_text(log());
+  EXPECT_EQ(job["counts"]["succeeded"], 6);
+
   int lines = 0;
-  for (const auto& [number, jsonl] : pages(id)) {
-    std::istringstream in(jsonl);
-    for (std::string line; std::getline(in, line);) {
-      const Json result = Json::parse(line);
+  Json page_number = 0;
+  while (!page_number.is_null()) {
+    const testing::HttpReply page = http_request(
+        server->port(), "GET",
+        "/v1/jobs/" + id + "/results?page=" + std::to_string(page_number.get<int>()));
+    ASSERT_EQ(page.status, 200) << page.body;
+    const Json results = Json::parse(page.body);
+    for (const Json& result : results["data"]) {
       const int item = std::stoi(result["custom_id"].get<std::string>().substr(9));
       const testing::HttpReply direct =
           http_request(server->port(), "POST", "/v1/completions", item_body(1, item));
       ASSERT_EQ(direct.status, 200) << direct.body;
-      EXPECT_EQ(essence(result["response"]), essence(Json::parse(direct.body))) << line;
+      EXPECT_EQ(essence(result["response"]), essence(Json::parse(direct.body))) << result;
       EXPECT_EQ(result["response"]["object"], "text_completion");
       ++lines;
     }
+    page_number = results["next_page"];
   }
   EXPECT_EQ(lines, 6);
+  const testing::HttpReply unknown = http_request(server->port(), "GET", "/v1/jobs/job_nope");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(Json::parse(unknown.body)["error"]["code"], "job_not_found");
 }
 
 TEST_F(JobsServeTest, BadItemsRecordTheirErrorAndTheJobGoesOn) {

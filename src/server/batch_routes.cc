@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/batch_routes.h"
+
+#include <array>
+#include <charconv>
+#include <random>
+#include <utility>
+
+#include "api/api_error.h"
+#include "base/hash.h"
+#include "base/json_depth.h"
+#include "server/batch_files.h"
+
+namespace synapse::server {
+namespace {
+
+using jobs::JobInfo;
+
+constexpr std::string_view kJson = "application/json";
+constexpr int kMaxJsonDepth = 64;
+// The store takes keys of up to 255 bytes; the namespace prefix must fit beside the client's.
+constexpr size_t kMaxIdempotencyKeyBytes = 200;
+constexpr std::string_view kBatchKeyPrefix = "batch:";
+constexpr std::array<std::string_view, 3> kEndpoints = {"/v1/completions", "/v1/chat/completions",
+                                                        "/v1/embeddings"};
+constexpr std::string_view kCompletionWindow = "24h";  // the only window OpenAI offers
+constexpr int64_t kCompletionWindowMs = int64_t{24} * 3600 * 1000;
+// OpenAI's metadata bounds.
+constexpr size_t kMaxMetadataPairs = 16;
+constexpr size_t kMaxMetadataKeyBytes = 64;
+constexpr size_t kMaxMetadataValueBytes = 512;
+
+void send_error(httplib::Response& res, const Status& status) {
+  const api::ApiError error = api::api_error_from_status(status);
+  res.status = error.http_status;
+  res.set_content(api::error_body(error), std::string(kJson));
+}
+
+void send_json(httplib::Response& res, const OrderedJson& body) {
+  res.set_content(body.dump(-1, ' ', false, OrderedJson::error_handler_t::replace),
+                  std::string(kJson));
+}
+
+Status field_error(ErrorCode code, std::string message, std::string_view field) {
+  return Status(code, std::move(message), ErrorWhere{.field = std::string(field)});
+}
+
+// The same error, naming this request's field as its param (the store names its own, e.g.
+// job_id, which is not a field of this request).
+Status as_param(const Status& status, std::string_view field) {
+  return Status(status.code(), status.message(), ErrorWhere{.field = std::string(field)});
+}
+
+// A `limit` query parameter: an integer in [1, max]; `fallback` when absent.
+Result<int64_t> query_limit(const httplib::Request& req, int64_t fallback, int64_t max) {
+  if (!req.has_param("limit")) return fallback;
+  const std::string text = req.get_param_value("limit");
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 1 || value > max) {
+    return field_error(ErrorCode::kInvalidField,
+                       "limit must be an integer from 1 to " + std::to_string(max), "limit");
+  }
+  return value;
+}
+
+std::optional<std::string> query_param(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return std::nullopt;
+  return req.get_param_value(name);
+}
+
+// OpenAI's list envelope; `fetched` holds one item more than the page when there are more.
+template <typename T, typename ToJson>
+OrderedJson list_object(const std::vector<T>& fetched, int64_t limit, ToJson to_json) {
+  OrderedJson data = OrderedJson::array();
+  for (size_t i = 0; i < fetched.size() && static_cast<int64_t>(i) < limit; ++i) {
+    data.push_back(to_json(fetched[i]));
+  }
+  OrderedJson list;
+  list["object"] = "list";
+  list["first_id"] = data.empty() ? OrderedJson() : data.front()["id"];
+  list["last_id"] = data.empty() ? OrderedJson() : data.back()["id"];
+  list["data"] = std::move(data);
+  list["has_more"] = static_cast<int64_t>(fetched.size()) > limit;
+  return list;
+}
+
+// 128 random bits as hex: the idempotency key of a batches.create call without one, so that
+// every such call makes a new batch (OpenAI's behaviour) instead of the store's digest dedup.
+std::string fresh_batch_key() {
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  std::array<uint8_t, 16> bytes{};
+  for (uint8_t& byte : bytes) byte = static_cast<uint8_t>(generator());
+  return std::string(kBatchKeyPrefix) + "auto-" + to_hex(bytes);
+}
+
+Result<OrderedJson> parse_json_body(const std::string& body) {
+  if (json_nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+    return Status(ErrorCode::kLimitExceeded,
+                  "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  OrderedJson root = OrderedJson::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return Status(ErrorCode::kInvalidJson, "the body is not valid JSON");
+  if (!root.is_object()) return Status(ErrorCode::kInvalidField, "the body must be a JSON object");
+  return root;
+}
+
+Result<std::string> required_string(const OrderedJson& root, const char* name) {
+  const auto it = root.find(name);
+  if (it == root.end() || it->is_null()) {
+    return field_error(ErrorCode::kMissingField, std::string(name) + " is missing", name);
+  }
+  if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
+    return field_error(ErrorCode::kInvalidField, std::string(name) + " must be a non-empty string",
+                       name);
+  }
+  return it->get<std::string>();
+}
+
+// metadata: absent, null, or an object of at most 16 string pairs (keys <= 64 bytes, values <=
+// 512), as OpenAI bounds it. Returned as JSON text for the store.
+Result<std::string> parse_metadata(const OrderedJson& root) {
+  const auto it = root.find("metadata");
+  if (it == root.end() || it->is_null()) return std::string("null");
+  if (!it->is_object() || it->size() > kMaxMetadataPairs) {
+    return field_error(ErrorCode::kInvalidField,
+                       "metadata must be an object of at most 16 string pairs", "metadata");
+  }
+  for (const auto& [key, value] : it->items()) {
+    if (key.size() > kMaxMetadataKeyBytes || !value.is_string() ||
+        value.get_ref<const std::string&>().size() > kMaxMetadataValueBytes) {
+      return field_error(ErrorCode::kInvalidField,
+                         "metadata keys have at most 64 bytes and values are strings of at "
+                         "most 512 bytes",
+                         "metadata");
+    }
+  }
+  return it->dump();
+}
+
+// The job behind a batch id; a job not created through /v1/batches is no batch.
+Result<JobInfo> load_batch(jobs::JobStore& store, const std::string& batch_id) {
+  Result<JobInfo> job = store.get_job(batch_id);
+  if (!job.ok()) return as_param(job.status(), "batch_id");
+  if (!job->openai_batch) {
+    return field_error(ErrorCode::kJobNotFound,
+                       "job '" + batch_id + "' was not created through /v1/batches", "batch_id");
+  }
+  return job;
+}
+
+class BatchRoutes {
+ public:
+  explicit BatchRoutes(const JobsApi& jobs) : jobs_(jobs), store_(*jobs.store) {}
+
+  void upload_file(const httplib::Request& req, httplib::Response& res) const {
+    if (!req.is_multipart_form_data() || !req.has_file("file")) {
+      return send_error(res, field_error(ErrorCode::kMissingField,
+                                         "send multipart/form-data with the fields purpose and "
+                                         "file",
+                                         "file"));
+    }
+    const std::string purpose =
+        req.has_file("purpose") ? req.get_file_value("purpose").content : std::string();
+    if (purpose != "batch") {
+      return send_error(res, field_error(ErrorCode::kInvalidField,
+                                         "purpose must be \"batch\" (the only purpose this "
+                                         "server stores files for)",
+                                         "purpose"));
+    }
+    const httplib::MultipartFormData file = req.get_file_value("file");
+    if (static_cast<int64_t>(file.content.size()) > jobs_.limits.max_input_bytes) {
+      return send_error(res, field_error(ErrorCode::kRequestTooLarge,
+                                         "the file has " + std::to_string(file.content.size()) +
+                                             " bytes; a batch input has at most " +
+                                             std::to_string(jobs_.limits.max_input_bytes),
+                                         "file"));
+    }
+    Result<jobs::StoredFile> stored =
+        store_.create_file(file.filename.empty() ? "file" : file.filename, purpose, file.content);
+    if (!stored.ok()) return send_error(res, stored.status());
+    send_json(res, file_object(*stored));
+  }
+
+  void list_files(const httplib::Request& req, httplib::Response& res) const {
+    Result<int64_t> limit = query_limit(req, 10'000, 10'000);  // OpenAI's default and maximum
+    if (!limit.ok()) return send_error(res, limit.status());
+    jobs::FileFilter filter{.purpose = query_param(req, "purpose"),
+                            .limit = *limit + 1,
+                            .after = query_param(req, "after")};
+    if (const std::optional<std::string> order = query_param(req, "order")) {
+      if (*order != "asc" && *order != "desc") {
+        return send_error(res,
+                          field_error(ErrorCode::kInvalidField, "order is asc or desc", "order"));
+      }
+      filter.oldest_first = *order == "asc";
+    }
+    Result<std::vector<jobs::StoredFile>> files = store_.list_files(filter);
+    if (!files.ok()) return send_error(res, files.status());
+    send_json(res, list_object(*files, *limit, file_object));
+  }
+
+  void get_file(const httplib::Request& req, httplib::Response& res) const {
+    const std::string id = req.matches[1];
+    const std::optional<BatchFileRef> view = parse_batch_file_id(id);
+    Result<jobs::StoredFile> file = view ? batch_file(store_, *view) : store_.get_file(id);
+    if (!file.ok()) return send_error(res, file.status());
+    send_json(res, file_object(*file));
+  }
+
+  void file_content(const httplib::Request& req, httplib::Response& res) const {
+    const std::string id = req.matches[1];
+    const std::optional<BatchFileRef> view = parse_batch_file_id(id);
+    Result<std::string> content =
+        view ? batch_file_content(store_, *view) : store_.file_content(id);
+    if (!content.ok()) return send_error(res, content.status());
+    res.set_content(*content, "application/octet-stream");
+  }
+
+  void delete_file(const httplib::Request& req, httplib::Response& res) const {
+    const std::string id = req.matches[1];
+    if (parse_batch_file_id(id)) {
+      return send_error(res, field_error(ErrorCode::kInvalidArgument,
+                                         "'" + id +
+                                             "' is a view of a batch's results; it goes when "
+                                             "the batch's retention ends",
+                                         "file_id"));
+    }
+    if (Status deleted = store_.delete_file(id); !deleted.ok()) return send_error(res, deleted);
+    send_json(res, OrderedJson{{"id", id}, {"object", "file"}, {"deleted", true}});
+  }
+
+  void create_batch(const httplib::Request& req, httplib::Response& res) const {
+    Result<jobs::Submission> submission = batch_submission(req);
+    if (!submission.ok()) return send_error(res, submission.status());
+    std::string key = fresh_batch_key();
+    if (req.has_header("Idempotency-Key")) {
+      const std::string given = req.get_header_value("Idempotency-Key");
+      if (given.empty() || given.size() > kMaxIdempotencyKeyBytes) {
+        return send_error(
+            res, field_error(ErrorCode::kInvalidField, "an Idempotency-Key has 1 to 200 bytes",
+                             "Idempotency-Key"));
+      }
+      key = std::string(kBatchKeyPrefix) + given;
+    }
+    Result<jobs::SubmitResult> submitted = store_.submit(*submission, key);
+    if (!submitted.ok()) return send_error(res, submitted.status());
+    if (!submitted->job.openai_batch) {
+      return send_error(res, field_error(ErrorCode::kIdempotencyConflict,
+                                         "the Idempotency-Key belongs to job " + submitted->job.id +
+                                             ", which was not created through /v1/batches",
+                                         "Idempotency-Key"));
+    }
+    if (submitted->created && jobs_.on_submitted) jobs_.on_submitted();
+    send_json(res, batch_object(submitted->job));
+  }
+
+  void get_batch(const httplib::Request& req, httplib::Response& res) const {
+    Result<JobInfo> job = load_batch(store_, req.matches[1]);
+    if (!job.ok()) return send_error(res, job.status());
+    send_json(res, batch_object(*job));
+  }
+
+  void list_batches(const httplib::Request& req, httplib::Response& res) const {
+    Result<int64_t> limit = query_limit(req, 20, 100);  // OpenAI's default and maximum
+    if (!limit.ok()) return send_error(res, limit.status());
+    const jobs::JobFilter filter{
+        .limit = *limit + 1, .after = query_param(req, "after"), .openai_batches_only = true};
+    Result<std::vector<JobInfo>> listed = store_.list_jobs(filter);
+    if (!listed.ok()) return send_error(res, listed.status());
+    send_json(res, list_object(*listed, *limit, batch_object));
+  }
+
+  void cancel_batch(const httplib::Request& req, httplib::Response& res) const {
+    Result<JobInfo> job = load_batch(store_, req.matches[1]);
+    if (!job.ok()) return send_error(res, job.status());
+    Result<JobInfo> cancelled = store_.cancel(job->id);
+    if (!cancelled.ok()) return send_error(res, cancelled.status());
+    send_json(res, batch_object(*cancelled));
+  }
+
+ private:
+  // The body of batches.create and its input file, as a submission whose every request targets
+  // the batch's endpoint; lines that do not are per-line errors, as OpenAI reports them.
+  Result<jobs::Submission> batch_submission(const httplib::Request& req) const {
+    SYN_ASSIGN_OR_RETURN(const OrderedJson root, parse_json_body(req.body));
+    jobs::OpenAiBatch batch;
+    SYN_ASSIGN_OR_RETURN(batch.input_file_id, required_string(root, "input_file_id"));
+    SYN_ASSIGN_OR_RETURN(batch.endpoint, required_string(root, "endpoint"));
+    bool known_endpoint = false;
+    for (std::string_view endpoint : kEndpoints) known_endpoint |= batch.endpoint == endpoint;
+    if (!known_endpoint) {
+      return field_error(ErrorCode::kInvalidField,
+                         "endpoint must be /v1/completions, /v1/chat/completions or "
+                         "/v1/embeddings",
+                         "endpoint");
+    }
+    SYN_ASSIGN_OR_RETURN(batch.completion_window, required_string(root, "completion_window"));
+    if (batch.completion_window != kCompletionWindow) {
+      return field_error(ErrorCode::kInvalidField, "completion_window must be \"24h\"",
+                         "completion_window");
+    }
+    SYN_ASSIGN_OR_RETURN(batch.metadata_json, parse_metadata(root));
+
+    Result<jobs::StoredFile> file = store_.get_file(batch.input_file_id);
+    if (!file.ok()) return as_param(file.status(), "input_file_id");
+    if (file->purpose != "batch") {
+      return field_error(ErrorCode::kInvalidField,
+                         "file " + file->id + " has purpose " + file->purpose +
+                             "; a batch input needs purpose batch",
+                         "input_file_id");
+    }
+    Result<std::string> content = store_.file_content(batch.input_file_id);
+    if (!content.ok()) return as_param(content.status(), "input_file_id");
+    Result<jobs::Submission> submission =
+        jobs::parse_jsonl_submission(*content, jobs::JobClass::kBatch, jobs_.limits);
+    if (!submission.ok()) return as_param(submission.status(), "input_file_id");
+    if (Status s = jobs::restrict_to_endpoint(*submission, batch.endpoint, jobs_.limits); !s.ok()) {
+      return as_param(s, "input_file_id");
+    }
+    submission->execution_ttl_ms = kCompletionWindowMs;
+    submission->openai_batch = std::move(batch);
+    return submission;
+  }
+
+  const JobsApi& jobs_;
+  jobs::JobStore& store_;
+};
+
+}  // namespace
+
+void add_batch_routes(httplib::Server& http, const JobsApi& jobs) {
+  // Shared by the handlers, which httplib copies; it lives as long as the server's routes.
+  auto routes = std::make_shared<const BatchRoutes>(jobs);
+  auto bind = [routes](void (BatchRoutes::*handler)(const httplib::Request&, httplib::Response&)
+                           const) {
+    return [routes, handler](const httplib::Request& req, httplib::Response& res) {
+      ((*routes).*handler)(req, res);
+    };
+  };
+  http.Post("/v1/files", bind(&BatchRoutes::upload_file));
+  http.Get("/v1/files", bind(&BatchRoutes::list_files));
+  http.Get(R"(/v1/files/([^/]+)/content)", bind(&BatchRoutes::file_content));
+  http.Get(R"(/v1/files/([^/]+))", bind(&BatchRoutes::get_file));
+  http.Delete(R"(/v1/files/([^/]+))", bind(&BatchRoutes::delete_file));
+  http.Post("/v1/batches", bind(&BatchRoutes::create_batch));
+  http.Get("/v1/batches", bind(&BatchRoutes::list_batches));
+  http.Get(R"(/v1/batches/([^/]+))", bind(&BatchRoutes::get_batch));
+  http.Post(R"(/v1/batches/([^/]+)/cancel)", bind(&BatchRoutes::cancel_batch));
+}
+
+}  // namespace synapse::server
