@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -223,6 +224,34 @@ TEST_F(JobsServeTest, BadItemsRecordTheirErrorAndTheJobGoesOn) {
   EXPECT_EQ(codes["too-long"], "context_length_exceeded");
   EXPECT_EQ(codes["bad-model"], "model_not_found");
   EXPECT_EQ(codes["streams"], "unsupported_parameter");
+}
+
+// OpenAI's batch flow with the official SDK for Node, unchanged: files.create, batches.create,
+// retrieve until completed, the output file's content (tests/e2e/openai_sdk_batches.cjs).
+TEST_F(JobsServeTest, OpenAiSdkBatches) {
+  const char* npm_dir_env = std::getenv("SYNAPSE_NPM_DIR");
+  const std::string npm_dir = npm_dir_env != nullptr ? npm_dir_env : SYNAPSE_NPM_DIR;
+  std::string missing;
+  if (run_command("node --version").exit_code != 0) {
+    missing = "node is not installed";
+  } else if (run_command("test -f " + quote(npm_dir + "/node_modules/openai/package.json"))
+                 .exit_code != 0) {
+    missing = "the npm package 'openai' is not in " + npm_dir +
+              " (./scripts/install-deps.sh installs it)";
+  }
+  if (!missing.empty()) {
+    if (testing::running_in_ci()) FAIL() << missing << " (required under CI=true)";
+    GTEST_SKIP() << missing;
+  }
+  auto server = start_server("--chat-template chatml");
+  ASSERT_GT(server->port(), 0);
+  const auto r = run_command(
+      "NODE_PATH=" + quote(npm_dir + "/node_modules") + " SYNAPSE_URL=" + server->url() +
+      " SYNAPSE_KEY=unused SYNAPSE_MODEL=tiny SYNAPSE_BATCH_TIMEOUT_S=120 node " +
+      quote(std::string(SYNAPSE_SOURCE_DIR) + "/tests/e2e/openai_sdk_batches.cjs"));
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text << testing::read_file_text(log());
+  EXPECT_NE(r.stdout_text.find("\"ok\":true"), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(server->stop(), 0);
 }
 
 // A server killed while it runs a job: the restarted one takes the job over at once (it holds

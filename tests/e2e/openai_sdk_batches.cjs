@@ -3,9 +3,8 @@
 // `openai`): files.create → batches.create → batches.retrieve until completed → files.content of
 // the output file (one line per custom_id, OpenAI's output shape) → batches.list, files.list,
 // files.retrieve, a second batch cancelled, files.delete, and a 404. Prints one JSON line with
-// what it saw; exits non-zero on the first failed check. Needs a server that runs jobs (the job
-// executor inside `synapse serve`), so it is not registered with CTest; docs/jobs.md says how
-// to run it:
+// what it saw; exits non-zero on the first failed check. Run by tests/e2e/jobs_serve_test.cc
+// (JobsServeTest.OpenAiSdkBatches) against `synapse serve`; by hand:
 //   NODE_PATH=<prefix>/node_modules SYNAPSE_URL=http://127.0.0.1:PORT SYNAPSE_KEY=... \
 //   SYNAPSE_MODEL=id [SYNAPSE_BATCH_TIMEOUT_S=300] node openai_sdk_batches.cjs
 'use strict';
