@@ -29,10 +29,11 @@ std::vector<ItemOutcome> ItemRunner::run_page(std::span<const WorkItem> items,
 }
 
 Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
-                                   const ExecutorOptions& options) {
+                                   const ExecutorOptions& options, Lease* leased) {
   SYN_ASSIGN_OR_RETURN(std::optional<Lease> lease,
                        store.acquire(options.owner, options.lease_duration_ms));
   if (!lease) return ExecutorResult::kNoJob;
+  if (leased != nullptr) *leased = *lease;
   const auto stopping = [&] { return options.should_stop && options.should_stop(); };
   while (true) {
     if (stopping()) {

@@ -55,7 +55,8 @@ enum class ExecutorResult : uint8_t {
 
 // Leases the next runnable job and runs it until it completes or cannot go on. Storage errors are
 // returned; the lease then runs out and another executor resumes from the first uncommitted item.
+// `leased`, when given, receives the lease of the job it worked on (for logs).
 Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
-                                   const ExecutorOptions& options);
+                                   const ExecutorOptions& options, Lease* leased = nullptr);
 
 }  // namespace synapse::jobs

@@ -192,7 +192,8 @@ void JobWorker::work(size_t index) {
   executor.should_stop = [this] { return stopping_.load(); };
   PageRunner runner(*this);
   while (!stopping_.load()) {
-    Result<jobs::ExecutorResult> result = jobs::run_one_job(store_, runner, executor);
+    jobs::Lease lease;
+    Result<jobs::ExecutorResult> result = jobs::run_one_job(store_, runner, executor, &lease);
     if (!result.ok()) {
       // Storage trouble (a full disk, a read-only database): the lease runs out or is reclaimed
       // and the job resumes; look again after a poll interval.
@@ -205,7 +206,7 @@ void JobWorker::work(size_t index) {
         wait_for_work(options_.poll);
         break;
       case jobs::ExecutorResult::kCompleted:
-        say("jobs: a job completed (" + executor.owner + ")");
+        say("jobs: " + lease.job_id + " completed");
         break;
       case jobs::ExecutorResult::kReleased:
       case jobs::ExecutorResult::kLeaseLost:
