@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/support/test_support.h"
 
+#include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,6 +75,26 @@ CommandResult run_command(const std::string& command) {
   result.stdout_text = read_file_text(out_path);
   result.stderr_text = read_file_text(err_path);
   return result;
+}
+
+void run_unprivileged(const std::string& directory, const std::function<void()>& checks) {
+  if (geteuid() != 0) {
+    checks();
+    return;
+  }
+  ASSERT_EQ(chmod(directory.c_str(), 0777), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    constexpr uid_t kNobody = 65534;
+    if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(2);
+    checks();
+    _exit(::testing::Test::HasFailure() ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the checks failed in the unprivileged child (see above)";
 }
 
 }  // namespace synapse::testing

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,11 @@ struct CommandResult {
 };
 // Runs a shell command, capturing both streams.
 CommandResult run_command(const std::string& command);
+
+// Runs `checks` as an unprivileged user sees the files: directly when the test is not root, else
+// in a child process as user `nobody` (root ignores permission bits, and CI runs as root), with
+// `directory` opened to that user. A failure inside the child fails the calling test.
+void run_unprivileged(const std::string& directory, const std::function<void()>& checks);
 
 }  // namespace synapse::testing
 
