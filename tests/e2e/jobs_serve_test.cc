@@ -171,9 +171,9 @@ TEST_F(JobsServeTest, ResultsEqualTheSameRequestsRunDirectly) {
   int lines = 0;
   Json page_number = 0;
   while (!page_number.is_null()) {
-    const testing::HttpReply page = http_request(
-        server->port(), "GET",
-        "/v1/jobs/" + id + "/results?page=" + std::to_string(page_number.get<int>()));
+    const testing::HttpReply page =
+        http_request(server->port(), "GET",
+                     "/v1/jobs/" + id + "/results?page=" + std::to_string(page_number.get<int>()));
     ASSERT_EQ(page.status, 200) << page.body;
     const Json results = Json::parse(page.body);
     for (const Json& result : results["data"]) {
@@ -231,14 +231,7 @@ TEST_F(JobsServeTest, BadItemsRecordTheirErrorAndTheJobGoesOn) {
 TEST_F(JobsServeTest, OpenAiSdkBatches) {
   const char* npm_dir_env = std::getenv("SYNAPSE_NPM_DIR");
   const std::string npm_dir = npm_dir_env != nullptr ? npm_dir_env : SYNAPSE_NPM_DIR;
-  std::string missing;
-  if (run_command("node --version").exit_code != 0) {
-    missing = "node is not installed";
-  } else if (run_command("test -f " + quote(npm_dir + "/node_modules/openai/package.json"))
-                 .exit_code != 0) {
-    missing = "the npm package 'openai' is not in " + npm_dir +
-              " (./scripts/install-deps.sh installs it)";
-  }
+  const std::string missing = testing::openai_node_sdk_missing(npm_dir);
   if (!missing.empty()) {
     if (testing::running_in_ci()) FAIL() << missing << " (required under CI=true)";
     GTEST_SKIP() << missing;

@@ -20,6 +20,7 @@
 #include <regex>
 #include <thread>
 
+#include "tests/e2e/server_process.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -34,169 +35,26 @@ constexpr const char* kKey = "e2e-key";
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
 
-// One `synapse serve` process; SIGTERM and a wait when the object dies.
-class ServerProcess {
+using testing::connect_loopback;
+using testing::HttpReply;
+using testing::send_all;
+
+// A server with this file's API key; ARGS as for `synapse serve`.
+class ServerProcess : public testing::ServerProcess {
  public:
-  ServerProcess(const std::string& model, const std::string& extra_args,
-                const std::string& log_path) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    const std::string command = "exec " + synapse_cli() + " serve -m " + quote(model) +
-                                " --port 0 --api-key " + kKey + " " + extra_args + " 2>" +
-                                quote(log_path);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    // Start-up line: "... listening on http://127.0.0.1:PORT".
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < deadline && line.find('\n') == std::string::npos) {
-      pollfd p{out[0], POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char c[256];
-      const ssize_t n = read(out[0], c, sizeof c);
-      if (n <= 0) break;
-      line.append(c, static_cast<size_t>(n));
-    }
-    close(out[0]);
-    banner_ = line;
-    std::smatch m;
-    if (std::regex_search(line, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)"))) {
-      port_ = std::stoi(m[1]);
-    }
-  }
-  ~ServerProcess() { stop(); }
-
-  int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  const std::string& banner() const { return banner_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
-
-  // SIGTERM, then the exit status (-1 if it had to be killed).
-  int stop(std::chrono::seconds patience = 30s) {
-    if (pid_ <= 0) return exit_status_;
-    kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return exit_status_ = -1;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    pid_ = -1;
-    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return exit_status_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = -1;
-  int exit_status_ = -1;
-  std::string banner_;
+  ServerProcess(const std::string& model, const std::string& args, const std::string& log_path)
+      : testing::ServerProcess(model, std::string("--api-key ") + kKey + " " + args, log_path) {}
 };
-
-// A plain HTTP/1.1 exchange over one socket (Connection: close), chunked bodies decoded.
-struct HttpReply {
-  int status = 0;
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;
-};
-
-int connect_to(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 std::string request_text(const std::string& method, const std::string& path,
-                         const std::string& body, const std::string& key,
-                         const std::string& extra_headers = "") {
-  std::string r = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!key.empty()) r += "Authorization: Bearer " + key + "\r\n";
-  r += extra_headers;
-  if (method == "POST") {
-    r +=
-        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  }
-  return r + "\r\n" + body;
-}
-
-bool send_all(int fd, const std::string& data) {
-  size_t sent = 0;
-  while (sent < data.size()) {
-    const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    sent += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-HttpReply parse_reply(const std::string& raw) {
-  HttpReply reply;
-  const size_t head_end = raw.find("\r\n\r\n");
-  if (head_end == std::string::npos || raw.size() < 12) return reply;
-  reply.status = std::atoi(raw.c_str() + 9);
-  size_t pos = raw.find("\r\n") + 2;
-  while (pos < head_end) {
-    const size_t eol = raw.find("\r\n", pos);
-    const std::string line = raw.substr(pos, eol - pos);
-    const size_t colon = line.find(':');
-    if (colon != std::string::npos) {
-      std::string name = line.substr(0, colon);
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      reply.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-    pos = eol + 2;
-  }
-  std::string body = raw.substr(head_end + 4);
-  if (reply.headers["transfer-encoding"] == "chunked") {
-    std::string decoded;
-    size_t p = 0;
-    while (p < body.size()) {
-      const size_t eol = body.find("\r\n", p);
-      if (eol == std::string::npos) break;
-      const size_t n = std::stoul(body.substr(p, eol - p), nullptr, 16);
-      if (n == 0) break;
-      decoded += body.substr(eol + 2, n);
-      p = eol + 2 + n + 2;
-    }
-    body = decoded;
-  }
-  reply.body = body;
-  return reply;
+                         const std::string& body, const std::string& key) {
+  return testing::http_request_text(method, path, body, key);
 }
 
 HttpReply http(int port, const std::string& method, const std::string& path,
                const std::string& body = "", const std::string& key = kKey,
                const std::string& extra_headers = "") {
-  const int fd = connect_to(port);
-  if (fd < 0) return {};
-  std::string raw;
-  if (send_all(fd, request_text(method, path, body, key, extra_headers))) {
-    char buf[65536];
-    ssize_t n;
-    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) raw.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return parse_reply(raw);
+  return testing::http_request(port, method, path, body, key, extra_headers);
 }
 
 // The `data:` payloads of a server-sent event stream, checking its framing.
@@ -277,14 +135,7 @@ std::string* ServeTest::model_ = nullptr;
 TEST_F(ServeTest, OpenAiSdkForNode) {
   const char* npm_dir_env = std::getenv("SYNAPSE_NPM_DIR");
   const std::string npm_dir = npm_dir_env != nullptr ? npm_dir_env : SYNAPSE_NPM_DIR;
-  std::string missing;
-  if (run_command("node --version").exit_code != 0) {
-    missing = "node is not installed";
-  } else if (run_command("test -f " + quote(npm_dir + "/node_modules/openai/package.json"))
-                 .exit_code != 0) {
-    missing = "the npm package 'openai' is not in " + npm_dir +
-              " (./scripts/install-deps.sh installs it)";
-  }
+  const std::string missing = testing::openai_node_sdk_missing(npm_dir);
   if (!missing.empty()) {
     if (testing::running_in_ci()) FAIL() << missing << " (required under CI=true)";
     GTEST_SKIP() << missing;
@@ -379,7 +230,7 @@ TEST_F(ServeTest, ClosingTheConnectionFreesTheSlotAndPages) {
   ASSERT_GE(pages_before, 0.0);
   for (const bool stream : {true, false}) {
     SCOPED_TRACE(stream ? "streaming" : "not streaming");
-    const int fd = connect_to(port);
+    const int fd = connect_loopback(port);
     ASSERT_GE(fd, 0);
     ASSERT_TRUE(send_all(fd, request_text("POST", "/v1/completions",
                                           completion_body("A long story:", 4000, stream), kKey)));

@@ -22,7 +22,9 @@ using namespace std::chrono_literals;
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
 
-int connect_to(int port) {
+}  // namespace
+
+int connect_loopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -44,6 +46,31 @@ bool send_all(int fd, const std::string& data) {
   }
   return true;
 }
+
+std::string http_request_text(const std::string& method, const std::string& path,
+                              const std::string& body, const std::string& key,
+                              const std::string& extra_headers) {
+  std::string r = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!key.empty()) r += "Authorization: Bearer " + key + "\r\n";
+  r += extra_headers;
+  if (method == "POST") {
+    r +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  }
+  return r + "\r\n" + body;
+}
+
+std::string openai_node_sdk_missing(const std::string& npm_dir) {
+  if (run_command("node --version").exit_code != 0) return "node is not installed";
+  if (run_command("test -f " + quote(npm_dir + "/node_modules/openai/package.json")).exit_code !=
+      0) {
+    return "the npm package 'openai' is not in " + npm_dir +
+           " (./scripts/install-deps.sh installs it)";
+  }
+  return "";
+}
+
+namespace {
 
 HttpReply parse_reply(const std::string& raw) {
   HttpReply reply;
@@ -147,18 +174,10 @@ void ServerProcess::kill_hard() {
 HttpReply http_request(int port, const std::string& method, const std::string& path,
                        const std::string& body, const std::string& key,
                        const std::string& extra_headers) {
-  const int fd = connect_to(port);
+  const int fd = connect_loopback(port);
   if (fd < 0) return {};
-  std::string r = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!key.empty()) r += "Authorization: Bearer " + key + "\r\n";
-  r += extra_headers;
-  if (method == "POST") {
-    r +=
-        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  }
-  r += "\r\n" + body;
   std::string raw;
-  if (send_all(fd, r)) {
+  if (send_all(fd, http_request_text(method, path, body, key, extra_headers))) {
     char buf[65536];
     ssize_t n;
     while ((n = recv(fd, buf, sizeof buf, 0)) > 0) raw.append(buf, static_cast<size_t>(n));

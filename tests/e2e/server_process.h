@@ -46,6 +46,18 @@ struct HttpReply {
   std::string body;                            // chunked bodies decoded
 };
 
+// The pieces of http_request, for tests that must control the connection themselves: a socket
+// connected to 127.0.0.1:port (-1 on failure), a whole send, and the request's bytes.
+int connect_loopback(int port);
+bool send_all(int fd, const std::string& data);
+std::string http_request_text(const std::string& method, const std::string& path,
+                              const std::string& body, const std::string& key,
+                              const std::string& extra_headers = "");
+
+// Why the official OpenAI SDK for Node cannot run here ("" when it can): node missing, or the npm
+// package `openai` not installed under `npm_dir` (./scripts/install-deps.sh installs it).
+std::string openai_node_sdk_missing(const std::string& npm_dir);
+
 // One request with Connection: close. `key` becomes "Authorization: Bearer KEY" when not empty;
 // `extra_headers` are raw "Name: value\r\n" lines.
 HttpReply http_request(int port, const std::string& method, const std::string& path,
