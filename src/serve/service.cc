@@ -2,6 +2,7 @@
 #include "serve/service.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "runtime/engine.h"
@@ -107,6 +108,8 @@ Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, Ser
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
   config_.max_step_tokens = std::max(config_.max_step_tokens, config_.scheduler.max_active + 1);
   config_.prefill_chunk_tokens = std::max<size_t>(config_.prefill_chunk_tokens, 1);
+  config_.bulk_prefill_chunk_tokens = std::clamp<size_t>(config_.bulk_prefill_chunk_tokens, 1,
+                                                         config_.prefill_chunk_tokens);
   config_.page_tokens = std::max<size_t>(config_.page_tokens, 1);
   EngineConfig engine_config;
   engine_config.max_batch_tokens = config_.max_step_tokens;
@@ -378,9 +381,23 @@ bool Service::run_step() {
   for (Job* job : s.running) {
     if (job->pending >= 0) add(job, std::span(&job->pending, 1), LogitsWanted::kLast, true);
   }
-  size_t budget = std::min(config_.prefill_chunk_tokens, config_.max_step_tokens - s.inputs.size());
+  // Prompt chunks come from the highest class with a prompt left, alone: an interactive prompt
+  // never shares its step with bulk prefill, and bulk prompts go in smaller chunks so that the
+  // step an interactive request arrives during ends soon (s.running is sorted by class).
+  std::optional<RequestClass> prefill_class;
+  for (const Job* job : s.running) {
+    if (job->pending < 0 && job->prompt_done < job->request.prompt.size()) {
+      prefill_class = job->request.request_class;
+      break;
+    }
+  }
+  const size_t chunk = prefill_class == RequestClass::kInteractive
+                           ? config_.prefill_chunk_tokens
+                           : config_.bulk_prefill_chunk_tokens;
+  size_t budget = std::min(chunk, config_.max_step_tokens - s.inputs.size());
   for (Job* job : s.running) {
     const size_t left = job->request.prompt.size() - job->prompt_done;
+    if (job->request.request_class != prefill_class) continue;
     if (job->pending >= 0 || left == 0 || budget == 0) continue;
     const size_t take = std::min(left, budget);
     add(job, std::span(job->request.prompt).subspan(job->prompt_done, take),

@@ -47,6 +47,9 @@ struct ServiceConfig {
   SchedulerConfig scheduler;
   size_t max_step_tokens = 512;       // rows per engine step (decodes + prefill chunks)
   size_t prefill_chunk_tokens = 128;  // prompt rows per step, so running streams keep pace
+  // Prompt rows per step when the prompts waiting are batch or background ones: a step an
+  // interactive request arrives during ends sooner (its time to first token under bulk work).
+  size_t bulk_prefill_chunk_tokens = 32;
   size_t page_tokens = 32;            // KV page size
   size_t max_kv_pages = 0;            // 0: (max_active + 2) sequences of the full context
   size_t max_cached_sequences = 16;   // prefix cache entries; 0 turns the cache off
