@@ -108,8 +108,8 @@ Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, Ser
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
   config_.max_step_tokens = std::max(config_.max_step_tokens, config_.scheduler.max_active + 1);
   config_.prefill_chunk_tokens = std::max<size_t>(config_.prefill_chunk_tokens, 1);
-  config_.bulk_prefill_chunk_tokens = std::clamp<size_t>(config_.bulk_prefill_chunk_tokens, 1,
-                                                         config_.prefill_chunk_tokens);
+  config_.bulk_prefill_chunk_tokens =
+      std::clamp<size_t>(config_.bulk_prefill_chunk_tokens, 1, config_.prefill_chunk_tokens);
   config_.page_tokens = std::max<size_t>(config_.page_tokens, 1);
   EngineConfig engine_config;
   engine_config.max_batch_tokens = config_.max_step_tokens;

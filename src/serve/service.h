@@ -50,9 +50,9 @@ struct ServiceConfig {
   // Prompt rows per step when the prompts waiting are batch or background ones: a step an
   // interactive request arrives during ends sooner (its time to first token under bulk work).
   size_t bulk_prefill_chunk_tokens = 32;
-  size_t page_tokens = 32;            // KV page size
-  size_t max_kv_pages = 0;            // 0: (max_active + 2) sequences of the full context
-  size_t max_cached_sequences = 16;   // prefix cache entries; 0 turns the cache off
+  size_t page_tokens = 32;           // KV page size
+  size_t max_kv_pages = 0;           // 0: (max_active + 2) sequences of the full context
+  size_t max_cached_sequences = 16;  // prefix cache entries; 0 turns the cache off
   size_t min_prefix_reuse_tokens = 16;
   std::vector<int32_t> eog_tokens;  // used by requests that name none
   // The clock deadlines are checked against (tests pass a fake one). Timings use steady_clock.

@@ -191,16 +191,21 @@ void JobWorker::work(size_t index) {
   executor.renew_after_ms = options_.lease_duration_ms / 3;
   executor.should_stop = [this] { return stopping_.load(); };
   PageRunner runner(*this);
+  std::string last_error;  // said once, not at every poll while it lasts
   while (!stopping_.load()) {
     jobs::Lease lease;
     Result<jobs::ExecutorResult> result = jobs::run_one_job(store_, runner, executor, &lease);
     if (!result.ok()) {
       // Storage trouble (a full disk, a read-only database): the lease runs out or is reclaimed
       // and the job resumes; look again after a poll interval.
-      say("jobs: " + result.status().to_string());
+      const std::string error = result.status().to_string();
+      if (error != last_error) say("jobs: " + error + " (retrying)");
+      last_error = error;
       wait_for_work(options_.poll);
       continue;
     }
+    if (!last_error.empty()) say("jobs: the job database works again");
+    last_error.clear();
     switch (*result) {
       case jobs::ExecutorResult::kNoJob:
         wait_for_work(options_.poll);
