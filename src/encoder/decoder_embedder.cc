@@ -16,9 +16,9 @@ size_t pages_for(size_t tokens, size_t page_tokens) {
 
 }  // namespace
 
-Result<PoolingType> decoder_embedding_pooling(const HParams& hp,
+Result<PoolingType> decoder_embedding_pooling(PoolingType model_pooling,
                                               std::optional<PoolingType> asked, bool allow_none) {
-  const PoolingType pooling = asked.value_or(hp.pooling);
+  const PoolingType pooling = asked.value_or(model_pooling);
   switch (pooling) {
     case PoolingType::kLast:
     case PoolingType::kMean:
@@ -34,8 +34,9 @@ Result<PoolingType> decoder_embedding_pooling(const HParams& hp,
       break;
   }
   return Status(ErrorCode::kUnsupported,
-                std::string(pooling_type_name(pooling)) + " pooling needs a bidirectional encoder; " +
-                    hp.arch + " is a causal decoder (use last or mean)",
+                std::string(pooling_type_name(pooling)) +
+                    " pooling needs a bidirectional encoder; this is a causal decoder (use last "
+                    "or mean)",
                 ErrorWhere{.field = "pooling"});
 }
 
@@ -119,7 +120,7 @@ Result<EmbedResult> DecoderEmbedder::embed_inputs(std::vector<Input> inputs,
   const DecoderModel& model = engine_.model();
   EmbedResult result;
   SYN_ASSIGN_OR_RETURN(result.pooling,
-                       decoder_embedding_pooling(model.hparams(), options.pooling, true));
+                       decoder_embedding_pooling(model.hparams().pooling, options.pooling, true));
   const std::optional<int32_t> eos = appended_eos(tokenizer_);
   for (size_t i = 0; i < inputs.size(); ++i) {
     SYN_ASSIGN_OR_RETURN(inputs[i].truncated,

@@ -20,10 +20,11 @@
 
 namespace synapse {
 
-// The pooling a decoder embeds with: `asked`, else the model's (<arch>.pooling_type, default
-// last). mean and last pool one vector; none (per-token vectors) only when `allow_none`.
-// unsupported (field "pooling") for cls/rank: a causal model's first token has seen nothing.
-Result<PoolingType> decoder_embedding_pooling(const HParams& hp,
+// The pooling a decoder embeds with: `asked`, else the model's (`model_pooling`: HParams::pooling,
+// from <arch>.pooling_type, default last). mean and last pool one vector; none (per-token
+// vectors) only when `allow_none`, else invalid_argument. unsupported (field "pooling") for
+// cls/rank: a causal model's first token has seen nothing of the rest.
+Result<PoolingType> decoder_embedding_pooling(PoolingType model_pooling,
                                               std::optional<PoolingType> asked, bool allow_none);
 
 // Checks one input's tokens for a decoder of context n_ctx, naming it "input[index]":

@@ -99,6 +99,7 @@ class Service {
   std::string render_prometheus() const { return metrics_.render_prometheus(); }
   uint32_t n_ctx() const { return n_ctx_; }
   uint32_t n_embd() const { return n_embd_; }
+  uint32_t n_vocab() const { return n_vocab_; }
 
  private:
   struct Job;
