@@ -3,7 +3,8 @@
 // [--threads N] [--chat-template NAME] [--queue-limit N]`: loads the model once (with the
 // serving decoder options: batch-invariant logits), starts the service's engine loop and the
 // HTTP server, prints the URL, and on SIGINT/SIGTERM stops admitting, lets requests in flight
-// finish for --shutdown-grace seconds, cancels the rest and exits. A BERT-family model
+// finish for --shutdown-grace seconds, cancels the rest and exits. A decoder also answers
+// /v1/embeddings, as prefill-only requests on the same engine loop. A BERT-family model
 // (general.architecture "bert") is served for embeddings instead: /v1/embeddings and /v1/rerank
 // on an EmbeddingService executor, and the generation routes answer 400.
 #include <csignal>
@@ -15,6 +16,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/model_runner.h"
+#include "encoder/decoder_embedder.h"
 #include "format/model_file.h"
 #include "serve/embedding_service.h"
 #include "serve/service.h"
@@ -150,6 +152,8 @@ int run_serve(const ServeOptions& o) {
   inference.model_id = model_id(o);
   inference.bos_token = token_text(*tok, tok->vocab().special().bos);
   inference.eos_token = token_text(*tok, tok->vocab().special().eos);
+  inference.embedding_pooling = model.hparams().pooling;
+  inference.appended_eos = appended_eos(*tok);
   // A template that cannot render is an error now, not on the first request; a model without
   // one serves completions, and chat answers no_chat_template.
   Result<chat::ChatTemplate> chat_template =
