@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse embed -m MODEL (-p TEXT ... | -f FILE | --jsonl) [--pooling mean|cls|last|none]
 // [--no-normalize] [--truncate] [--json]`: embedding vectors of texts with a BERT-family model
-// (all inputs in packed batches) or a decoder (last-token pooling by default; mean; none). --json prints the OpenAI embeddings response; --jsonl reads
+// (all inputs in packed batches) or a decoder (last-token pooling by default; mean; none). --json
+// prints the OpenAI embeddings response; --jsonl reads
 // {"text": ...} (or a JSON string) per line on stdin and writes one JSON array per line.
 #include <cstdio>
 #include <iostream>
@@ -104,8 +105,8 @@ int run(const Options& o) {
          {{"prompt_tokens", result->prompt_tokens}, {"total_tokens", result->prompt_tokens}}}};
     std::printf("%s\n", out.dump().c_str());
   } else {
-    std::printf("model %s: %zu inputs, %zu tokens, %zu dimensions, %s pooling%s\n",
-                label.c_str(), result->items.size(), result->prompt_tokens, result->n_embd,
+    std::printf("model %s: %zu inputs, %zu tokens, %zu dimensions, %s pooling%s\n", label.c_str(),
+                result->items.size(), result->prompt_tokens, result->n_embd,
                 std::string(pooling_type_name(result->pooling)).c_str(),
                 options.normalize ? ", L2-normalized" : "");
     for (size_t i = 0; i < result->items.size(); ++i) {

@@ -23,8 +23,8 @@ Result<OpenedEmbedder> open_embedder(const std::string& ref, const std::string& 
   return OpenedEmbedder{std::move(embedder), std::move(model.lease), model.label};
 }
 
-Result<EmbedResult> embed_with_model(const std::string& ref, const std::string& store,
-                                     int threads, std::span<const std::string> inputs,
+Result<EmbedResult> embed_with_model(const std::string& ref, const std::string& store, int threads,
+                                     std::span<const std::string> inputs,
                                      const EmbedOptions& options, std::string& label) {
   SYN_ASSIGN_OR_RETURN(ResolvedModel model, resolve_model(ref, {.store_directory = store}));
   label = model.label;

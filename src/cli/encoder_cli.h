@@ -29,8 +29,8 @@ Result<OpenedEmbedder> open_embedder(const std::string& ref, const std::string& 
 // decoder (llama, qwen2, qwen3) through a DecoderEmbedder on an Engine opened with
 // serve::serving_decoder_options(), so its vectors are those `synapse serve` answers. Sets
 // `label` for output.
-Result<EmbedResult> embed_with_model(const std::string& ref, const std::string& store,
-                                     int threads, std::span<const std::string> inputs,
+Result<EmbedResult> embed_with_model(const std::string& ref, const std::string& store, int threads,
+                                     std::span<const std::string> inputs,
                                      const EmbedOptions& options, std::string& label);
 
 // The non-empty lines of a file ("-" reads stdin), without their line ends.

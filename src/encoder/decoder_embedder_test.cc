@@ -166,7 +166,9 @@ TEST_F(DecoderEmbedderTest, PoolingFromTheFileAndRefusedPoolings) {
     EXPECT_EQ(bad.status().where().field, "pooling");
   }
   // One vector per input is required where the caller says so (the HTTP route).
-  EXPECT_EQ(decoder_embedding_pooling(model_->hparams().pooling, PoolingType::kNone, false).status().code(),
+  EXPECT_EQ(decoder_embedding_pooling(model_->hparams().pooling, PoolingType::kNone, false)
+                .status()
+                .code(),
             ErrorCode::kInvalidArgument);
 }
 

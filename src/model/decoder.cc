@@ -140,10 +140,9 @@ std::span<const uint32_t> DecoderModel::select_rows(const ForwardBatch& b) {
   hidden_positions_.clear();
   size_t i = 0, j = 0;
   while (i < b.output_rows.size() || j < b.hidden_rows.size()) {
-    const uint32_t row = j == b.hidden_rows.size() ? b.output_rows[i]
-                         : i == b.output_rows.size()
-                             ? b.hidden_rows[j]
-                             : std::min(b.output_rows[i], b.hidden_rows[j]);
+    const uint32_t row = j == b.hidden_rows.size()   ? b.output_rows[i]
+                         : i == b.output_rows.size() ? b.hidden_rows[j]
+                                                     : std::min(b.output_rows[i], b.hidden_rows[j]);
     const auto position = static_cast<uint32_t>(selected_rows_.size());
     selected_rows_.push_back(row);
     if (i < b.output_rows.size() && b.output_rows[i] == row) {
@@ -236,8 +235,7 @@ Status DecoderModel::forward(const ForwardBatch& b) {
           const bool head = op.output.value == IrValue::kLogits;
           backend_.matmul(std::span(outputs.data(), p.matrices.size()),
                           head ? head_input.x : ptr(op.input),
-                          head ? head_input.stride : stride(op.input), rows, scratch_.span(),
-                          mode);
+                          head ? head_input.stride : stride(op.input), rows, scratch_.span(), mode);
           break;
         }
         case IrOpKind::kAddBias:

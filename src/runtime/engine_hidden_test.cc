@@ -170,14 +170,14 @@ TEST(EngineHidden, MixedBatchEqualsEachAlone) {
   StepOutput together;
   ASSERT_TRUE(engine.step(batch, together).ok());
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const std::span<const float> logits(
-        together.logits.data() + together.first_row[i] * n_vocab, together.n_rows[i] * n_vocab);
-    EXPECT_TRUE(std::equal(logits.begin(), logits.end(), alone[i].logits.begin(),
-                           alone[i].logits.end()))
+    const std::span<const float> logits(together.logits.data() + together.first_row[i] * n_vocab,
+                                        together.n_rows[i] * n_vocab);
+    EXPECT_TRUE(
+        std::equal(logits.begin(), logits.end(), alone[i].logits.begin(), alone[i].logits.end()))
         << "logits of input " << i;
     const std::span<const float> hidden = together.hidden_rows(i);
-    EXPECT_TRUE(std::equal(hidden.begin(), hidden.end(), alone[i].hidden.begin(),
-                           alone[i].hidden.end()))
+    EXPECT_TRUE(
+        std::equal(hidden.begin(), hidden.end(), alone[i].hidden.begin(), alone[i].hidden.end()))
         << "hidden rows of input " << i;
   }
 }

@@ -409,9 +409,9 @@ bool Service::run_step() {
     if (job->request.embedding) {
       // Prefill only: the hidden rows it pools instead of logits.
       add(job, chunk, LogitsWanted::kNone, false,
-          job->mean             ? LogitsWanted::kAll
-          : take == left        ? LogitsWanted::kLast
-                                : LogitsWanted::kNone);
+          job->mean      ? LogitsWanted::kAll
+          : take == left ? LogitsWanted::kLast
+                         : LogitsWanted::kNone);
     } else {
       add(job, chunk, take == left ? LogitsWanted::kLast : LogitsWanted::kNone, false);
     }

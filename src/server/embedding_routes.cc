@@ -252,9 +252,8 @@ Result<EmbeddingsBody> parse_embeddings_body(const Json& body, size_t n_embd) {
 std::string embeddings_response(const EmbedResult& r, bool b64, const std::string& model_id) {
   Json data = Json::array();
   for (size_t i = 0; i < r.items.size(); ++i) {
-    data.push_back({{"object", "embedding"},
-                    {"index", i},
-                    {"embedding", embedding_json(r, r.items[i], b64)}});
+    data.push_back(
+        {{"object", "embedding"}, {"index", i}, {"embedding", embedding_json(r, r.items[i], b64)}});
   }
   const Json out = {
       {"object", "list"},
@@ -287,10 +286,9 @@ Result<EmbedResult> run_on_encoder(const Embeddings& bert, serve::EmbeddingJob j
 // others are submitted as these finish).
 constexpr size_t kMaxInputsInFlight = 16;
 
-// Each input is one prefill-only GenerationRequest of `request_class`; their vectors come back
+// Each input is one prefill-only GenerationRequest of the job's class; their vectors come back
 // in the final events.
 Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::EmbeddingJob& job,
-                                   serve::RequestClass request_class,
                                    const std::function<bool()>& cancelled) {
   Result<PoolingType> pooling = decoder_embedding_pooling(
       decoder.embedding_pooling, job.options.pooling, /*allow_none=*/false);
@@ -328,7 +326,7 @@ Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::Embedd
       request.prompt = std::move(prompts[next]);
       request.embedding =
           serve::EmbeddingSpec{.pooling = *pooling, .normalize = job.options.normalize};
-      request.request_class = request_class;
+      request.request_class = job.request_class;
       Result<std::shared_ptr<serve::RequestHandle>> handle = service.submit(std::move(request));
       if (!handle.ok()) return give_up(api_status(handle.status()));
       in_flight.emplace_back(next++, std::move(*handle));
@@ -340,7 +338,11 @@ Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::Embedd
       if (cancelled && cancelled()) return give_up(cancelled_by_caller());
       continue;
     }
-    if (wait == serve::RequestHandle::Wait::kFinished || !event.final) continue;
+    if (wait == serve::RequestHandle::Wait::kFinished) {
+      // Unreachable: a handle leaves in_flight with its final event.
+      return give_up(Status(ErrorCode::kInternal, "an embedding request ended without a result"));
+    }
+    if (!event.final) continue;
     if (event.finish_reason != serve::FinishReason::kStop) {
       return give_up(event.error.ok() ? cancelled_by_caller() : api_status(event.error));
     }
@@ -353,8 +355,7 @@ Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::Embedd
 }  // namespace
 
 Result<std::string> run_embeddings_request(const Embeddings* bert, const Inference* decoder,
-                                           std::string_view body,
-                                           serve::RequestClass request_class,
+                                           std::string_view body, serve::RequestClass request_class,
                                            const std::function<bool()>& cancelled) {
   SYN_CHECK((bert == nullptr) != (decoder == nullptr), "one embedding backend");
   SYN_ASSIGN_OR_RETURN(const Json parsed, parse_object(body));
@@ -362,11 +363,10 @@ Result<std::string> run_embeddings_request(const Embeddings* bert, const Inferen
   SYN_RETURN_IF_ERROR(check_model(parsed, model_id));
   const size_t n_embd = bert != nullptr ? bert->service->n_embd() : decoder->service->n_embd();
   SYN_ASSIGN_OR_RETURN(EmbeddingsBody request, parse_embeddings_body(parsed, n_embd));
-  Result<EmbedResult> result =
-      bert != nullptr
-          ? run_on_encoder(*bert, std::move(request.job), cancelled)
-          : run_on_decoder(*decoder, request.job, request.priority.value_or(request_class),
-                           cancelled);
+  request.job.request_class = request.priority.value_or(request_class);
+  Result<EmbedResult> result = bert != nullptr
+                                   ? run_on_encoder(*bert, std::move(request.job), cancelled)
+                                   : run_on_decoder(*decoder, request.job, cancelled);
   if (!result.ok()) return std::move(result).take_status();
   return embeddings_response(*result, request.base64, model_id);
 }
@@ -392,8 +392,8 @@ class Routes {
     }
     std::optional<uint32_t> retry_s;
     if (s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable) {
-      retry_s = bert_ != nullptr ? bert_->service->retry_after_s()
-                                 : decoder_->service->retry_after_s(*c);
+      retry_s =
+          bert_ != nullptr ? bert_->service->retry_after_s() : decoder_->service->retry_after_s(*c);
     }
     send_error(res, s, retry_s);
   }

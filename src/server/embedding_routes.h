@@ -30,8 +30,9 @@ namespace synapse::server {
 // /v1/embeddings). Parses `body` (the OpenAI request described above), runs it on the BERT
 // EmbeddingService (`bert`) or, for a decoder model, on the generation Service (`decoder`), and
 // returns the exact JSON response body the route sends. Exactly one of `bert` and `decoder` is
-// given; both must outlive the call. Decoder inputs are scheduled as `request_class` unless the
-// body's "priority" names another class; the BERT executor has one queue (the class is not used).
+// given; both must outlive the call. The request is scheduled as `request_class` unless the
+// body's "priority" names another class: decoder inputs by the Service's scheduler, BERT
+// requests by the EmbeddingService's class-ordered queue.
 // `cancelled`, when given, is polled every 50 ms while waiting; once it returns true the
 // request's work is cancelled and the result is `cancelled`.
 // Errors are the Status the route maps to HTTP with api::api_error_from_status: invalid_json,
@@ -40,8 +41,7 @@ namespace synapse::server {
 // context_length_exceeded ("input[i]", unless "truncate"), queue_full and unavailable
 // (transient: retry later; the route adds Retry-After), cancelled.
 Result<std::string> run_embeddings_request(const Embeddings* bert, const Inference* decoder,
-                                           std::string_view body,
-                                           serve::RequestClass request_class,
+                                           std::string_view body, serve::RequestClass request_class,
                                            const std::function<bool()>& cancelled = {});
 
 // Registers /v1/embeddings on `bert` or `decoder` (one of them), and /v1/rerank for `bert`.

@@ -495,7 +495,8 @@ TEST_F(ServeEmbedTest, DecoderModelServesEmbeddings) {
   EXPECT_EQ(cut.status, 200) << cut.body.dump();
   EXPECT_EQ(cut.body["usage"]["prompt_tokens"], 32);
   // Generation still works beside it; a decoder does not rerank.
-  const Reply completion = post(*server, "/v1/completions", R"({"prompt": "the", "max_tokens": 3})");
+  const Reply completion =
+      post(*server, "/v1/completions", R"({"prompt": "the", "max_tokens": 3})");
   EXPECT_EQ(completion.status, 200) << completion.body.dump();
   expect_error(post(*server, "/v1/rerank", R"({"query": "a", "documents": ["b"]})"),
                "unsupported_parameter", "model");

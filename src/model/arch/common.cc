@@ -232,8 +232,8 @@ Status DecoderArchitecture::write_hparams(const HParams& hp, GgufWriter& w) cons
   SYN_RETURN_IF_ERROR(write_common_hparams(hp, w));
   // Written only when it is not the default, so generation models' metadata stays as it was.
   if (hp.pooling != PoolingType::kLast) {
-    SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(name(), gguf_key::kPoolingType),
-                                     static_cast<uint32_t>(hp.pooling)));
+    SYN_RETURN_IF_ERROR(
+        w.set_scalar(arch_key(name(), gguf_key::kPoolingType), static_cast<uint32_t>(hp.pooling)));
   }
   return write_rope_hparams(hp, w);
 }
