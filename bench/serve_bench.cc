@@ -1,23 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 // The service under load on the Qwen2.5-0.5B shape (synthetic Q8_0 weights, 151936-token
 // vocabulary): total generation throughput at concurrency 1, 4 and 8, and an interactive
-// request's time to first token idle and with 4 background requests saturating the engine. The
+// request's time to first token idle, with 4 background requests saturating the engine, and
+// while a durable background job of 200 items runs through the JobWorker as in `synapse serve`. The
 // vocabulary is the Qwen2 fixture's ($SYNAPSE_FIXTURES/tokenizer/vocab/qwen2-vocab.gguf).
 // Prints one JSON document. The model is synthesized once and reused:
 //   serve_bench [--model PATH] [--threads N] [--tokens N] [--prompt N]
 // PATH defaults to $SYNAPSE_BENCH_DIR (or /tmp)/synapse-qwen2.5-0.5b-shape-q8_0.gguf.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backend/cpu_backend.h"
+#include "jobs/sqlite_job_store.h"
 #include "kernels/kernel_selection.h"
 #include "serve/service.h"
+#include "server/generation_call.h"
+#include "server/job_worker.h"
 #include "synth/synth_model.h"
 
 namespace synapse {
@@ -85,6 +92,53 @@ double time_to_first_token(Service& s, size_t prompt_tokens, size_t salt, uint32
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Time to first token of interactive requests while a background job of `items` completions
+// runs through a JobWorker (2 workers: up to 32 items in flight) on `service`, as `synapse serve`
+// runs jobs. Returns {median TTFT in seconds, items the job finished during the measurement}.
+std::pair<double, int64_t> ttft_beside_a_job(Service& service, const tokenizer::Tokenizer& tok,
+                                             size_t prompt_tokens, uint32_t n_vocab,
+                                             size_t repeats) {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("synapse-serve-bench-jobs-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto store = jobs::SqliteJobStore::open(dir + "/jobs.db");
+  if (!store.ok()) return {-1.0, 0};
+  server::Inference inference;
+  inference.service = &service;
+  inference.tokenizer = &tok;
+  inference.model_id = "bench";
+  server::JobWorkerOptions options;
+  options.lock_path = dir + "/jobs.db.executor-lock";
+  server::JobWorker worker(
+      **store,
+      [&inference](std::string_view url, std::string_view body, RequestClass c,
+                   const std::function<bool()>& cancelled) {
+        return server::run_generation_request(inference, url, body, c, cancelled);
+      },
+      options);
+  jobs::Submission job;
+  job.job_class = jobs::JobClass::kBackground;
+  for (size_t i = 0; i < 200; ++i) {
+    const nlohmann::json body = {{"prompt", bench_prompt(prompt_tokens, 500 + i, n_vocab)},
+                                 {"max_tokens", 64},
+                                 {"temperature", 0}};
+    job.requests.push_back({"item-" + std::to_string(i), "/v1/completions", body.dump()});
+  }
+  const std::string id = (*store)->submit(job, std::nullopt)->job.id;
+  if (!worker.start().ok()) return {-1.0, 0};
+  // Wait until the job's items fill the engine's non-reserved slots.
+  while (service.stats().active < 4) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int64_t before = (*store)->get_job(id)->counts.succeeded;
+  std::vector<double> loaded;
+  for (size_t r = 0; r < repeats; ++r) {
+    loaded.push_back(time_to_first_token(service, prompt_tokens, 600 + r, n_vocab));
+  }
+  const int64_t finished = (*store)->get_job(id)->counts.succeeded - before;
+  worker.stop();
+  std::filesystem::remove_all(dir);
+  return {median(loaded), finished};
 }
 
 int run(int argc, char** argv) {
@@ -185,11 +239,16 @@ int run(int argc, char** argv) {
   }
   for (auto& h : background) h->cancel();
   for (auto& h : background) drain(*h);
-  char line[512];
+  const auto [with_job, job_items] =
+      ttft_beside_a_job(*service, *tok, prompt_tokens, n_vocab, kRepeats);
+  char line[768];
   std::snprintf(line, sizeof line,
                 "  \"time_to_first_token_ms\": {\"idle_median\": %.1f, "
-                "\"with_4_background_median\": %.1f, \"ratio\": %.2f, \"repeats\": %zu}\n}\n",
+                "\"with_4_background_median\": %.1f, \"ratio\": %.2f, "
+                "\"with_background_job_median\": %.1f, \"job_ratio\": %.2f, "
+                "\"job_items_finished_meanwhile\": %lld, \"repeats\": %zu}\n}\n",
                 median(idle) * 1000, median(loaded) * 1000, median(loaded) / median(idle),
+                with_job * 1000, with_job / median(idle), static_cast<long long>(job_items),
                 kRepeats);
   json += line;
   std::fputs(json.c_str(), stdout);

@@ -16,10 +16,13 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/model_runner.h"
+#include "cli/serve_jobs.h"
 #include "encoder/decoder_embedder.h"
 #include "format/model_file.h"
 #include "serve/embedding_service.h"
 #include "serve/service.h"
+#include "server/embedding_routes.h"
+#include "server/generation_call.h"
 #include "server/http_server.h"
 #include "store/model_ref.h"
 
@@ -38,6 +41,7 @@ struct ServeOptions {
   int http_threads = 0;
   double shutdown_grace_s = 10.0;
   size_t max_body_bytes = 8u << 20;
+  ServeJobsOptions jobs;
 };
 
 // The id clients name in "model": --alias, else the store name or the file name without its
@@ -196,8 +200,25 @@ int run_serve(const ServeOptions& o) {
                                      o.parallel + 3 * o.queue_limit + kSpareThreads, 1024));
   server_options.models = {{inference.model_id, std::time(nullptr), "synapse"}};
   server_options.inference = &inference;
+  api::RequestLimits item_limits;
+  item_limits.max_body_bytes = o.max_body_bytes;
+  Result<std::unique_ptr<ServeJobs>> jobs = ServeJobs::start(
+      o.jobs,
+      [&inference, item_limits](std::string_view url, std::string_view body, serve::RequestClass c,
+                                const std::function<bool()>& cancelled) {
+        if (url == "/v1/embeddings") {
+          return server::run_embeddings_request(nullptr, &inference, body, c, cancelled);
+        }
+        return server::run_generation_request(inference, url, body, c, cancelled, item_limits);
+      });
+  if (!jobs.ok()) {
+    service.shutdown(std::chrono::milliseconds(0));
+    return fail(jobs.status());
+  }
+  if (*jobs) server_options.jobs = (*jobs)->api();
   server::HttpServer http(server_options);
   if (Status s = http.start(); !s.ok()) {
+    if (*jobs) (*jobs)->stop();
     service.shutdown(std::chrono::milliseconds(0));
     return fail(s);
   }
@@ -205,14 +226,20 @@ int run_serve(const ServeOptions& o) {
               inference.model_id.c_str(), service.n_ctx(), o.parallel,
               inference.chat_template ? "chat template" : "no chat template", o.host.c_str(),
               http.port());
+  if (*jobs) {
+    std::printf("synapse serve: durable jobs in %s (%zu worker%s)\n", (*jobs)->database().c_str(),
+                o.jobs.workers, o.jobs.workers == 1 ? "" : "s");
+  }
   std::fflush(stdout);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::fprintf(stderr, "synapse serve: %s, shutting down (grace %.0f s)\n",
                signal_number == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_grace_s);
-  // Stop admitting (new requests get 503), let running ones finish for the grace period, cancel
-  // the rest (their streams end with an error event), then stop the HTTP threads.
+  // Stop executing jobs (items in flight are cancelled and run again after a restart), stop
+  // admitting (new requests get 503), let running ones finish for the grace period, cancel the
+  // rest (their streams end with an error event), then stop the HTTP threads.
+  if (*jobs) (*jobs)->stop();
   service.shutdown(std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_grace_s * 1000)));
   http.stop();
   std::fprintf(stderr, "synapse serve: stopped\n");
@@ -254,6 +281,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Seconds requests in flight may finish after SIGINT/SIGTERM")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
+  add_serve_jobs_options(cmd, o->jobs);
   cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (413 beyond)")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
       ->capture_default_str();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "jobs/job_executor.h"
 
+#include <chrono>
 #include <optional>
 #include <vector>
 
@@ -16,12 +17,30 @@ std::optional<ExecutorResult> ending(const Status& status) {
 
 }  // namespace
 
+std::vector<ItemOutcome> ItemRunner::run_page(std::span<const WorkItem> items,
+                                              const std::function<bool()>& keep_going) {
+  std::vector<ItemOutcome> outcomes;
+  outcomes.reserve(items.size());
+  for (const WorkItem& item : items) {
+    if (!keep_going()) break;
+    outcomes.push_back(run(item));
+  }
+  return outcomes;
+}
+
 Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
                                    const ExecutorOptions& options) {
   SYN_ASSIGN_OR_RETURN(std::optional<Lease> lease,
                        store.acquire(options.owner, options.lease_duration_ms));
   if (!lease) return ExecutorResult::kNoJob;
+  const auto stopping = [&] { return options.should_stop && options.should_stop(); };
   while (true) {
+    if (stopping()) {
+      const Status status = store.release(*lease, 0);
+      if (auto end = ending(status)) return *end;
+      SYN_RETURN_IF_ERROR(status);
+      return ExecutorResult::kReleased;
+    }
     Result<NextItems> next = store.next_items(*lease, options.items_per_commit);
     if (!next.ok()) {
       if (auto end = ending(next.status())) return *end;
@@ -34,9 +53,38 @@ Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
       SYN_RETURN_IF_ERROR(status);
       return next->next_retry_ms ? ExecutorResult::kReleased : ExecutorResult::kCompleted;
     }
-    std::vector<ItemOutcome> outcomes;
-    outcomes.reserve(next->items.size());
-    for (const WorkItem& item : next->items) outcomes.push_back(runner.run(item));
+    // While the page runs: notices a cancel (or a takeover) within a second, and renews the
+    // lease when it is due. Remembers why the job cannot go on.
+    Status stopped;
+    auto renewed_at = std::chrono::steady_clock::now();
+    auto checked_at = renewed_at;
+    const auto keep_going = [&]() -> bool {
+      if (!stopped.ok() || stopping()) return false;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - checked_at >= std::chrono::milliseconds(options.check_after_ms)) {
+        checked_at = now;
+        Result<JobInfo> job = store.get_job(lease->job_id);
+        if (job.ok() && job->state == JobState::kCancelled) {
+          stopped = Status(ErrorCode::kJobCancelled, "job " + lease->job_id + " was cancelled");
+        } else if (job.ok() && job->lease_epoch != lease->epoch) {
+          stopped = Status(ErrorCode::kLeaseLost, "job " + lease->job_id + " was taken over");
+        }
+      }
+      if (stopped.ok() && now - renewed_at >= std::chrono::milliseconds(options.renew_after_ms)) {
+        renewed_at = now;
+        Result<int64_t> renewed = store.renew(*lease, options.lease_duration_ms);
+        if (!renewed.ok()) stopped = renewed.status();
+      }
+      return stopped.ok();
+    };
+    for (WorkItem& item : next->items) item.job_class = lease->job_class;
+    const std::vector<ItemOutcome> outcomes = runner.run_page(next->items, keep_going);
+    if (!stopped.ok()) {
+      // A storage error while renewing ends this executor's work too: the lease runs out and
+      // the job resumes from its first uncommitted item (what ran here runs again).
+      if (auto end = ending(stopped)) return *end;
+      return stopped;
+    }
     Result<CommitResult> committed = store.commit_page(*lease, outcomes);
     if (!committed.ok()) {
       if (auto end = ending(committed.status())) return *end;

@@ -1,35 +1,54 @@
 // SPDX-License-Identifier: Apache-2.0
 // The executor side of the job protocol as a small loop, so that the protocol is written once:
 // lease a job, take its first items without a result, run them, commit their page, renew, repeat,
-// complete. The server's scheduler will drive items through the engine instead of ItemRunner
-// but keeps this order of calls (docs/jobs.md).
+// complete. The server runs it with an ItemRunner that submits a page's items to the engine
+// loop together (server/job_worker.h); tests run it with counting runners (docs/jobs.md).
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "jobs/job_store.h"
 
 namespace synapse::jobs {
 
-// Runs one item (the model call). Errors go in the outcome, classified by their code.
+// Runs items (the model calls). Errors go in the outcome, classified by their code.
 class ItemRunner {
  public:
   virtual ~ItemRunner() = default;
   virtual ItemOutcome run(const WorkItem& item) = 0;
+  // Runs the items of one page, concurrently if the runner can, and returns the outcomes of
+  // those that ran. `keep_going` renews the lease when it is due and says whether the job may go
+  // on (false: it was cancelled or another executor took it over); a runner calls it at least
+  // every few seconds while items run, and when it says false stops (cancelling what is in
+  // flight) and returns what finished — the rest stays pending. The default runs the items one
+  // after another, asking before each.
+  virtual std::vector<ItemOutcome> run_page(std::span<const WorkItem> items,
+                                            const std::function<bool()>& keep_going);
 };
 
 struct ExecutorOptions {
   std::string owner;  // names this executor in leases and events (host:pid:thread)
   int64_t lease_duration_ms = 30'000;
   int64_t items_per_commit = 16;  // items run between two commits
+  // keep_going() renews the lease once this much of it has passed (items may run for minutes).
+  int64_t renew_after_ms = 10'000;
+  // keep_going() reads the job's state this often, so a cancel stops its items within it.
+  int64_t check_after_ms = 1000;
+  // Asked before each page and by keep_going(): when it says true (the server is stopping) the
+  // executor gives the job back to the queue, runnable at once, and returns kReleased.
+  std::function<bool()> should_stop;
 };
 
 enum class ExecutorResult : uint8_t {
   kNoJob,      // nothing runnable
   kCompleted,  // the job finished
-  kReleased,   // every remaining item waits for a retry; the job went back to the queue
+  kReleased,   // the job went back to the queue: every remaining item waits for a retry, or
+               // should_stop() said so
   kLeaseLost,  // another executor took the job over, or it expired
   kCancelled,  // the job was cancelled while it ran
 };

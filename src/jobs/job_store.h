@@ -57,6 +57,11 @@ class JobStore {
   virtual Status complete(const Lease& lease) = 0;
   // Ends the job as failed (e.g. its model cannot be loaded); committed pages stay readable.
   virtual Status fail(const Lease& lease, ErrorCode code, std::string_view message) = 0;
+  // Ends now the leases of running jobs whose owner starts with `owner_prefix`, so acquire() can
+  // take them over at once instead of waiting for the deadline. Only for a caller that knows
+  // those executors are dead: `synapse serve` holds the database's executor lock, so leases of
+  // its own owner prefix left in the database belong to a process that crashed. Returns how many.
+  virtual Result<int64_t> reclaim_leases(std::string_view owner_prefix) = 0;
 
   // --- Control and reading (any thread) ---
   // Queued or running → cancelled (a running executor's next call reports `job_cancelled`).

@@ -104,8 +104,9 @@ struct WorkItem {
   std::string custom_id;
   std::string url;
   std::string body;
-  int64_t attempts = 0;         // outcomes recorded before (transient failures)
-  int64_t executed_before = 0;  // hand-outs before this one (crashes included)
+  int64_t attempts = 0;                   // outcomes recorded before (transient failures)
+  int64_t executed_before = 0;            // hand-outs before this one (crashes included)
+  JobClass job_class = JobClass::kBatch;  // the job's (the executor runs items in its class)
 };
 
 struct NextItems {

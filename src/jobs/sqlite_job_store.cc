@@ -584,6 +584,31 @@ Status SqliteJobStore::release(const Lease& lease, int64_t not_before_ms) {
   return txn.commit();
 }
 
+Result<int64_t> SqliteJobStore::reclaim_leases(std::string_view owner_prefix) {
+  const std::lock_guard lock(mutex_);
+  const int64_t now = now_ms();
+  SYN_ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::begin(db_));
+  SYN_ASSIGN_OR_RETURN(SqliteStatement select,
+                       db_.prepare("SELECT id, lease_owner FROM jobs WHERE state = 'running' AND "
+                                   "substr(lease_owner, 1, length(?1)) = ?1"));
+  select.bind(1, owner_prefix);
+  std::vector<std::pair<std::string, std::string>> reclaimed;
+  while (true) {
+    SYN_ASSIGN_OR_RETURN(const bool row, select.step());
+    if (!row) break;
+    reclaimed.emplace_back(select.column_text(0), select.column_text(1));
+  }
+  for (const auto& [job_id, owner] : reclaimed) {
+    SYN_ASSIGN_OR_RETURN(SqliteStatement update,
+                         db_.prepare("UPDATE jobs SET lease_deadline_ms = ?, updated_ms = ? "
+                                     "WHERE id = ?"));
+    SYN_RETURN_IF_ERROR(update.bind(1, now).bind(2, now).bind(3, job_id).run());
+    SYN_RETURN_IF_ERROR(add_event(job_id, now, "lease reclaimed", "from dead executor " + owner));
+  }
+  SYN_RETURN_IF_ERROR(txn.commit());
+  return static_cast<int64_t>(reclaimed.size());
+}
+
 Status SqliteJobStore::finish_leased(const Lease& lease, JobState state, ErrorCode code,
                                      std::string_view message) {
   const std::lock_guard lock(mutex_);

@@ -56,6 +56,7 @@ class SqliteJobStore final : public JobStore {
                                    const std::vector<ItemOutcome>& outcomes) override;
   Result<int64_t> renew(Lease& lease, int64_t lease_duration_ms) override;
   Status release(const Lease& lease, int64_t not_before_ms) override;
+  Result<int64_t> reclaim_leases(std::string_view owner_prefix) override;
   Status complete(const Lease& lease) override;
   Status fail(const Lease& lease, ErrorCode code, std::string_view message) override;
   Result<JobInfo> cancel(std::string_view job_id) override;

@@ -525,5 +525,54 @@ TEST_F(JobStoreTest, ExecutorLoopRunsJobsToTheEnd) {
   EXPECT_EQ(store_->get_job(b)->state, JobState::kCompleted);
 }
 
+// A runner that cancels its own job while running the second item: the executor notices at its
+// next keep_going() check, stops, and commits nothing more.
+class CancellingRunner final : public ItemRunner {
+ public:
+  CancellingRunner(JobStore& store, std::string job_id)
+      : store_(store), job_id_(std::move(job_id)) {}
+  ItemOutcome run(const WorkItem& item) override {
+    ++runs;
+    if (item.index == 1) {
+      EXPECT_TRUE(store_.cancel(job_id_).ok());
+    }
+    return ItemOutcome::success(item.index, response_for(item));
+  }
+  int runs = 0;
+
+ private:
+  JobStore& store_;
+  std::string job_id_;
+};
+
+TEST_F(JobStoreTest, ExecutorStopsWhenItsJobIsCancelled) {
+  const std::string id = submit(6);
+  CancellingRunner runner(*store_, id);
+  const ExecutorOptions options{
+      .owner = "loop", .lease_duration_ms = 1000, .items_per_commit = 6, .check_after_ms = 0};
+  EXPECT_EQ(*run_one_job(*store_, runner, options), ExecutorResult::kCancelled);
+  EXPECT_EQ(runner.runs, 2);  // item 2's check saw the cancel
+  EXPECT_EQ(store_->get_job(id)->state, JobState::kCancelled);
+  EXPECT_EQ(store_->get_job(id)->page_count, 0);
+}
+
+TEST_F(JobStoreTest, ReclaimEndsOnlyTheLeasesOfTheGivenOwner) {
+  const std::string a = submit(2, "a");
+  const std::string b = submit(2, "b");
+  const Lease lease_a = acquire("serve@host/worker-0", 60'000);
+  const Lease lease_b = acquire("other-executor", 60'000);
+  // Both leases are valid for a minute: nothing to acquire.
+  EXPECT_FALSE(store_->acquire("serve@host/worker-1", 60'000)->has_value());
+  EXPECT_EQ(*store_->reclaim_leases("serve@host/"), 1);
+  Result<std::optional<Lease>> again = store_->acquire("serve@host/worker-1", 60'000);
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((*again)->job_id, lease_a.job_id);
+  EXPECT_EQ((*again)->epoch, lease_a.epoch + 1);
+  // The dead executor's epoch is fenced off; the other owner's lease is untouched.
+  EXPECT_EQ(store_->next_items(lease_a, 1).status().code(), ErrorCode::kLeaseLost);
+  EXPECT_TRUE(store_->next_items(lease_b, 1).ok());
+  EXPECT_NE(a, b);
+}
+
 }  // namespace
 }  // namespace synapse::jobs

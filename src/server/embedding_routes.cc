@@ -263,6 +263,17 @@ std::string embeddings_response(const EmbedResult& r, bool b64, const std::strin
   return out.dump();
 }
 
+// The body's "priority" when it names a class, else "" (the header or the default decides;
+// run_embeddings_request reports a bad value).
+std::string body_priority(std::string_view body) {
+  const Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "";
+  const auto it = j.find("priority");
+  if (it == j.end() || !it->is_string()) return "";
+  const std::string name = it->get<std::string>();
+  return serve::request_class_from_name(name) ? name : "";
+}
+
 Status cancelled_by_caller() {
   return Status(ErrorCode::kCancelled, "the embedding request was cancelled by its caller");
 }
@@ -363,7 +374,7 @@ Result<std::string> run_embeddings_request(const Embeddings* bert, const Inferen
   SYN_RETURN_IF_ERROR(check_model(parsed, model_id));
   const size_t n_embd = bert != nullptr ? bert->service->n_embd() : decoder->service->n_embd();
   SYN_ASSIGN_OR_RETURN(EmbeddingsBody request, parse_embeddings_body(parsed, n_embd));
-  request.job.request_class = request.priority.value_or(request_class);
+  request.job.request_class = request_class;
   Result<EmbedResult> result = bert != nullptr
                                    ? run_on_encoder(*bert, std::move(request.job), cancelled)
                                    : run_on_decoder(*decoder, request.job, cancelled);
@@ -379,7 +390,7 @@ class Routes {
       : bert_(bert), decoder_(decoder), limits_(limits) {}
 
   void embeddings(const httplib::Request& req, httplib::Response& res) const {
-    Result<serve::RequestClass> c = request_class("", req);
+    Result<serve::RequestClass> c = request_class(body_priority(req.body), req);
     if (!c.ok()) return send_error(res, c.status());
     ConnectionProbe probe(req.remote_addr, req.remote_port, req.local_port);
     Result<std::string> body = run_embeddings_request(bert_, decoder_, req.body, *c,

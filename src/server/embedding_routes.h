@@ -30,9 +30,10 @@ namespace synapse::server {
 // /v1/embeddings). Parses `body` (the OpenAI request described above), runs it on the BERT
 // EmbeddingService (`bert`) or, for a decoder model, on the generation Service (`decoder`), and
 // returns the exact JSON response body the route sends. Exactly one of `bert` and `decoder` is
-// given; both must outlive the call. The request is scheduled as `request_class` unless the
-// body's "priority" names another class: decoder inputs by the Service's scheduler, BERT
-// requests by the EmbeddingService's class-ordered queue.
+// given; both must outlive the call. It runs in `request_class`, whatever the body's "priority"
+// says (the route passes the body's priority, else X-Synapse-Class; a job item its job's class,
+// as run_generation_request does): decoder inputs through the Service's scheduler, BERT requests
+// through the EmbeddingService's class-ordered queue. Blocks until the request ends.
 // `cancelled`, when given, is polled every 50 ms while waiting; once it returns true the
 // request's work is cancelled and the result is `cancelled`.
 // Errors are the Status the route maps to HTTP with api::api_error_from_status: invalid_json,

@@ -5,12 +5,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 
 #include "api/api_error.h"
 #include "api/responses.h"
 #include "server/connection_probe.h"
+#include "server/generation_call.h"
 
 namespace synapse::server {
 namespace {
@@ -117,86 +119,45 @@ class Routes {
   Routes(const Inference& inference, const api::RequestLimits& limits)
       : inf_(inference), limits_(limits) {}
 
+  // Chooses the scheduling class from the body's "priority": the HTTP routes also look at the
+  // X-Synapse-Class header; a job item runs in its job's class.
+  using ClassChoice = std::function<Result<serve::RequestClass>(const std::string& priority)>;
+
   void completions(const httplib::Request& req, httplib::Response& res) const {
-    Result<api::CompletionRequest> body = api::parse_completion_request(req.body, limits_);
-    if (!body.ok()) return send_error(res, body.status());
-    Prepared p;
-    p.meta = {new_id("cmpl-"), unix_seconds(), inf_.model_id};
-    if (Status s = check_model(body->model); !s.ok()) return send_error(res, s);
-    std::vector<int32_t> prompt = body->prompt_tokens;
-    if (body->prompt_text) {
-      prompt = encode(*body->prompt_text, true);
-    }
-    if (prompt.empty()) {
-      const int32_t bos = inf_.tokenizer->vocab().special().bos;
-      if (bos == tokenizer::kNoToken) {
-        return send_error(res, Status(ErrorCode::kInvalidValue,
-                                      "the prompt is empty and the model has no BOS token",
-                                      ErrorWhere{.field = "prompt"}));
-      }
-      prompt.push_back(bos);
-    }
-    if (body->echo) {
-      if (body->logprobs) {
-        return send_error(res, Status(ErrorCode::kUnsupportedParameter,
-                                      "'echo' together with 'logprobs' is not supported",
-                                      ErrorWhere{.field = "echo"}));
-      }
-      if (body->prompt_text) {
-        p.echo = *body->prompt_text;
-      } else {
-        Result<std::string> text = inf_.tokenizer->decode(prompt);
-        if (!text.ok()) return send_error(res, std::move(text).take_status().with_field("prompt"));
-        p.echo = *text;
-      }
-    }
-    p.stream = body->stream;
-    p.logprobs = body->logprobs.has_value();
-    p.request.logprobs = p.logprobs;
-    p.request.top_logprobs = body->logprobs.value_or(0);
-    const int64_t max_tokens =
-        body->sampling.max_tokens.value_or(inf_.default_completion_max_tokens);
-    if (Status s =
-            fill(p, std::move(prompt), body->sampling, max_tokens, "prompt", body->priority, req);
-        !s.ok()) {
-      return send_error(res, s);
-    }
-    if (max_tokens == 0) return answer_empty(p, res);  // OpenAI: only the (echoed) prompt
-    run(std::move(p), req, res);
+    Result<Prepared> p = prepare_completion(req.body, http_class(req));
+    if (!p.ok()) return send_error(res, p.status());
+    if (p->request.max_tokens == 0) return answer_empty(*p, res);  // only the (echoed) prompt
+    run(std::move(*p), req, res);
   }
 
   void chat_completions(const httplib::Request& req, httplib::Response& res) const {
-    Result<api::ChatCompletionRequest> body = api::parse_chat_completion_request(req.body, limits_);
-    if (!body.ok()) return send_error(res, body.status());
-    if (Status s = check_model(body->model); !s.ok()) return send_error(res, s);
-    if (!inf_.chat_template) return send_error(res, inf_.no_chat_template);
-    chat::ChatRenderInput input;
-    input.messages = std::move(body->messages);
-    input.tools = std::move(body->tools);
-    input.bos_token = inf_.bos_token;
-    input.eos_token = inf_.eos_token;
-    Result<std::string> text = inf_.chat_template->render(input);
-    if (!text.ok()) return send_error(res, std::move(text).take_status().with_field("messages"));
-    // Templates usually write the BOS token themselves; add it only when this one did not.
-    const bool add_bos = inf_.bos_token.empty() || !text->starts_with(inf_.bos_token);
-    std::vector<int32_t> prompt = encode(*text, add_bos);
-    Prepared p;
-    p.chat = true;
-    p.meta = {new_id("chatcmpl-"), unix_seconds(), inf_.model_id};
-    p.stream = body->stream;
-    p.logprobs = body->logprobs;
-    p.request.logprobs = body->logprobs;
-    p.request.top_logprobs = body->top_logprobs;
-    // No max_tokens: until the end of generation or a full context.
-    const int64_t room =
-        static_cast<int64_t>(inf_.service->n_ctx()) - static_cast<int64_t>(prompt.size());
-    const int64_t max_tokens = body->sampling.max_tokens.value_or(std::max<int64_t>(room, 1));
-    if (Status s =
-            fill(p, std::move(prompt), body->sampling, max_tokens, "messages", body->priority, req);
-        !s.ok()) {
-      return send_error(res, s);
+    Result<Prepared> p = prepare_chat(req.body, http_class(req));
+    if (!p.ok()) return send_error(res, p.status());
+    run(std::move(*p), req, res);
+  }
+
+  // The body of one request, run to its end without HTTP (a job item): the JSON the route would
+  // answer, or the error it would send.
+  Result<std::string> call(std::string_view url, std::string_view body, serve::RequestClass c,
+                           const std::function<bool()>& cancelled) const {
+    const ClassChoice fixed = [c](const std::string&) -> Result<serve::RequestClass> { return c; };
+    Result<Prepared> p = url == "/v1/chat/completions" ? prepare_chat(body, fixed)
+                         : url == "/v1/completions"
+                             ? prepare_completion(body, fixed)
+                             : Result<Prepared>(Status(ErrorCode::kUnsupportedParameter,
+                                                       "this server runs /v1/completions and "
+                                                       "/v1/chat/completions, not " +
+                                                           std::string(url),
+                                                       ErrorWhere{.field = "url"}));
+    if (!p.ok()) return std::move(p).take_status();
+    if (p->stream.stream) {
+      return Status(ErrorCode::kUnsupportedParameter, "a job's request cannot stream",
+                    ErrorWhere{.field = "stream"});
     }
-    run(std::move(p), req, res);
+    if (!p->chat && p->request.max_tokens == 0) return empty_completion(*p);
+    const size_t prompt_tokens = p->request.prompt.size();
+    SYN_ASSIGN_OR_RETURN(std::shared_ptr<serve::RequestHandle> handle, submit(*p));
+    return collect(*p, prompt_tokens, *handle, [&] { return cancelled(); });
   }
 
   void tokenize(const httplib::Request& req, httplib::Response& res) const {
@@ -224,6 +185,82 @@ class Routes {
   }
 
  private:
+  ClassChoice http_class(const httplib::Request& req) const {
+    return [&req](const std::string& priority) { return request_class(priority, req); };
+  }
+
+  Result<Prepared> prepare_completion(std::string_view text, const ClassChoice& choose) const {
+    SYN_ASSIGN_OR_RETURN(api::CompletionRequest body, api::parse_completion_request(text, limits_));
+    Prepared p;
+    p.meta = {new_id("cmpl-"), unix_seconds(), inf_.model_id};
+    SYN_RETURN_IF_ERROR(check_model(body.model));
+    std::vector<int32_t> prompt = body.prompt_tokens;
+    if (body.prompt_text) prompt = encode(*body.prompt_text, true);
+    if (prompt.empty()) {
+      const int32_t bos = inf_.tokenizer->vocab().special().bos;
+      if (bos == tokenizer::kNoToken) {
+        return Status(ErrorCode::kInvalidValue,
+                      "the prompt is empty and the model has no BOS token",
+                      ErrorWhere{.field = "prompt"});
+      }
+      prompt.push_back(bos);
+    }
+    if (body.echo) {
+      if (body.logprobs) {
+        return Status(ErrorCode::kUnsupportedParameter,
+                      "'echo' together with 'logprobs' is not supported",
+                      ErrorWhere{.field = "echo"});
+      }
+      if (body.prompt_text) {
+        p.echo = *body.prompt_text;
+      } else {
+        Result<std::string> decoded = inf_.tokenizer->decode(prompt);
+        if (!decoded.ok()) return std::move(decoded).take_status().with_field("prompt");
+        p.echo = *decoded;
+      }
+    }
+    p.stream = body.stream;
+    p.logprobs = body.logprobs.has_value();
+    p.request.logprobs = p.logprobs;
+    p.request.top_logprobs = body.logprobs.value_or(0);
+    const int64_t max_tokens =
+        body.sampling.max_tokens.value_or(inf_.default_completion_max_tokens);
+    SYN_RETURN_IF_ERROR(
+        fill(p, std::move(prompt), body.sampling, max_tokens, "prompt", body.priority, choose));
+    return p;
+  }
+
+  Result<Prepared> prepare_chat(std::string_view text, const ClassChoice& choose) const {
+    SYN_ASSIGN_OR_RETURN(api::ChatCompletionRequest body,
+                         api::parse_chat_completion_request(text, limits_));
+    SYN_RETURN_IF_ERROR(check_model(body.model));
+    if (!inf_.chat_template) return inf_.no_chat_template;
+    chat::ChatRenderInput input;
+    input.messages = std::move(body.messages);
+    input.tools = std::move(body.tools);
+    input.bos_token = inf_.bos_token;
+    input.eos_token = inf_.eos_token;
+    Result<std::string> rendered = inf_.chat_template->render(input);
+    if (!rendered.ok()) return std::move(rendered).take_status().with_field("messages");
+    // Templates usually write the BOS token themselves; add it only when this one did not.
+    const bool add_bos = inf_.bos_token.empty() || !rendered->starts_with(inf_.bos_token);
+    std::vector<int32_t> prompt = encode(*rendered, add_bos);
+    Prepared p;
+    p.chat = true;
+    p.meta = {new_id("chatcmpl-"), unix_seconds(), inf_.model_id};
+    p.stream = body.stream;
+    p.logprobs = body.logprobs;
+    p.request.logprobs = body.logprobs;
+    p.request.top_logprobs = body.top_logprobs;
+    // No max_tokens: until the end of generation or a full context.
+    const int64_t room =
+        static_cast<int64_t>(inf_.service->n_ctx()) - static_cast<int64_t>(prompt.size());
+    const int64_t max_tokens = body.sampling.max_tokens.value_or(std::max<int64_t>(room, 1));
+    SYN_RETURN_IF_ERROR(
+        fill(p, std::move(prompt), body.sampling, max_tokens, "messages", body.priority, choose));
+    return p;
+  }
+
   Status check_model(const std::string& model) const {
     if (model.empty() || model == inf_.model_id) return ok_status();
     return Status(
@@ -238,7 +275,7 @@ class Routes {
 
   Status fill(Prepared& p, std::vector<int32_t> prompt, const api::SamplingParams& sampling,
               int64_t max_tokens, const char* prompt_field, const std::string& priority,
-              const httplib::Request& req) const {
+              const ClassChoice& choose) const {
     const size_t n_ctx = inf_.service->n_ctx();
     if (prompt.size() > n_ctx) {
       return Status(ErrorCode::kContextLengthExceeded,
@@ -246,7 +283,7 @@ class Routes {
                         " tokens; this model's context holds " + std::to_string(n_ctx),
                     ErrorWhere{.field = prompt_field});
     }
-    SYN_ASSIGN_OR_RETURN(p.request.request_class, request_class(priority, req));
+    SYN_ASSIGN_OR_RETURN(p.request.request_class, choose(priority));
     p.request.id = p.meta.id;
     p.request.prompt = std::move(prompt);
     p.request.max_tokens = static_cast<int32_t>(std::min<int64_t>(max_tokens, 1 << 24));
@@ -255,11 +292,19 @@ class Routes {
     return ok_status();
   }
 
-  void answer_empty(const Prepared& p, httplib::Response& res) const {
+  static api::CompletionResult empty_result(const Prepared& p) {
     api::CompletionResult result;
     result.text = p.echo;
     result.finish_reason = api::FinishReason::kLength;
     result.usage.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
+    return result;
+  }
+  static std::string empty_completion(const Prepared& p) {
+    return api::completion_response(p.meta, empty_result(p));
+  }
+
+  void answer_empty(const Prepared& p, httplib::Response& res) const {
+    const api::CompletionResult result = empty_result(p);
     if (p.stream.stream) {
       std::string body = api::completion_chunk(p.meta, result.text, result.finish_reason);
       if (p.stream.include_usage) body += api::usage_chunk(p.meta, false, result.usage);
@@ -267,42 +312,36 @@ class Routes {
       res.set_content(body, "text/event-stream");
       return;
     }
-    res.set_content(api::completion_response(p.meta, result), std::string(kJson));
+    res.set_content(empty_completion(p), std::string(kJson));
   }
 
-  // Submits and answers: one JSON object, or a stream of server-sent events.
-  void run(Prepared p, const httplib::Request& req, httplib::Response& res) const {
-    serve::Service& service = *inf_.service;
-    const serve::RequestClass c = p.request.request_class;
-    const size_t prompt_tokens = p.request.prompt.size();
-    Result<std::shared_ptr<serve::RequestHandle>> submitted = service.submit(std::move(p.request));
-    if (!submitted.ok()) {
-      Status s = submitted.status();
-      if (s.code() == ErrorCode::kLimitExceeded && s.where().field == "prompt") {
-        s = Status(ErrorCode::kContextLengthExceeded, s.message(),
-                   ErrorWhere{.field = p.chat ? "messages" : "prompt"});
-      }
-      const bool retry = s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable;
-      return send_error(res, s, retry ? std::optional(service.retry_after_s(c)) : std::nullopt);
+  // Submits to the service; a prompt the service finds too long is reported on the field the
+  // client wrote it in.
+  Result<std::shared_ptr<serve::RequestHandle>> submit(Prepared& p) const {
+    Result<std::shared_ptr<serve::RequestHandle>> submitted =
+        inf_.service->submit(std::move(p.request));
+    if (submitted.ok()) return submitted;
+    Status s = submitted.status();
+    if (s.code() == ErrorCode::kLimitExceeded && s.where().field == "prompt") {
+      s = Status(ErrorCode::kContextLengthExceeded, s.message(),
+                 ErrorWhere{.field = p.chat ? "messages" : "prompt"});
     }
-    std::shared_ptr<serve::RequestHandle> handle = std::move(*submitted);
-    auto probe =
-        std::make_shared<ConnectionProbe>(req.remote_addr, req.remote_port, req.local_port);
-    if (p.stream.stream) {
-      return stream(std::move(p), prompt_tokens, std::move(handle), std::move(probe), res);
-    }
+    return s;
+  }
 
+  // Waits for the request's events and renders the one JSON response. `abandoned` is asked every
+  // poll interval; when it says true the request is cancelled and kCancelled returned.
+  Result<std::string> collect(const Prepared& p, size_t prompt_tokens, serve::RequestHandle& handle,
+                              const std::function<bool()>& abandoned) const {
     std::string text = p.echo;
     std::vector<api::TokenLogprob> logprobs;
     serve::GenerationEvent e;
     for (;;) {
-      const auto wait = handle->next_for(e, kPollInterval);
+      const auto wait = handle.next_for(e, kPollInterval);
       if (wait == serve::RequestHandle::Wait::kFinished) break;
-      // Events may come every few milliseconds, so the probe runs on time, not on timeouts.
-      if (probe->peer_closed_every(kPollInterval)) {
-        handle->cancel();  // the slot and its KV pages are freed within one engine step
-        res.status = kClientClosedRequest;
-        return;
+      if (abandoned()) {
+        handle.cancel();  // the slot and its KV pages are freed within one engine step
+        return Status(ErrorCode::kCancelled, "the request was cancelled");
       }
       if (wait == serve::RequestHandle::Wait::kTimeout) continue;
       text += e.text;
@@ -311,23 +350,49 @@ class Routes {
     }
     if (e.finish_reason == serve::FinishReason::kCancelled ||
         e.finish_reason == serve::FinishReason::kError) {
-      return send_error(res, final_error(e));
+      return final_error(e);
     }
     const api::Usage usage{static_cast<int64_t>(prompt_tokens),
                            static_cast<int64_t>(e.usage.completion_tokens)};
     std::optional<std::vector<api::TokenLogprob>> lp;
     if (p.logprobs) lp = std::move(logprobs);
     if (p.chat) {
-      res.set_content(
-          api::chat_completion_response(
-              p.meta, {std::move(text), api_finish(e.finish_reason), std::move(lp), usage}),
-          std::string(kJson));
-    } else {
-      res.set_content(
-          api::completion_response(
-              p.meta, {std::move(text), api_finish(e.finish_reason), std::move(lp), usage}),
-          std::string(kJson));
+      return api::chat_completion_response(
+          p.meta, {std::move(text), api_finish(e.finish_reason), std::move(lp), usage});
     }
+    return api::completion_response(
+        p.meta, {std::move(text), api_finish(e.finish_reason), std::move(lp), usage});
+  }
+
+  // Submits and answers: one JSON object, or a stream of server-sent events.
+  void run(Prepared p, const httplib::Request& req, httplib::Response& res) const {
+    const serve::RequestClass c = p.request.request_class;
+    const size_t prompt_tokens = p.request.prompt.size();
+    Result<std::shared_ptr<serve::RequestHandle>> submitted = submit(p);
+    if (!submitted.ok()) {
+      const Status& s = submitted.status();
+      const bool retry = s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable;
+      return send_error(res, s,
+                        retry ? std::optional(inf_.service->retry_after_s(c)) : std::nullopt);
+    }
+    std::shared_ptr<serve::RequestHandle> handle = std::move(*submitted);
+    auto probe =
+        std::make_shared<ConnectionProbe>(req.remote_addr, req.remote_port, req.local_port);
+    if (p.stream.stream) {
+      return stream(std::move(p), prompt_tokens, std::move(handle), std::move(probe), res);
+    }
+    // Events may come every few milliseconds, so the probe runs on time, not on timeouts.
+    bool client_gone = false;
+    Result<std::string> body = collect(p, prompt_tokens, *handle, [&] {
+      client_gone = probe->peer_closed_every(kPollInterval);
+      return client_gone;
+    });
+    if (client_gone) {
+      res.status = kClientClosedRequest;
+      return;
+    }
+    if (!body.ok()) return send_error(res, body.status());
+    res.set_content(std::move(*body), std::string(kJson));
   }
 
   // The stream's state lives in the content provider, which httplib calls after the handler
@@ -443,6 +508,13 @@ Result<serve::RequestClass> request_class(const std::string& priority,
   return Status(ErrorCode::kInvalidValue,
                 std::string(kClassHeader) + " must be 'interactive', 'batch' or 'background'",
                 ErrorWhere{.field = kClassHeader});
+}
+
+Result<std::string> run_generation_request(const Inference& inference, std::string_view url,
+                                           std::string_view body, serve::RequestClass request_class,
+                                           const std::function<bool()>& cancelled,
+                                           const api::RequestLimits& limits) {
+  return Routes(inference, limits).call(url, body, request_class, cancelled);
 }
 
 void add_inference_routes(httplib::Server& http, const Inference& inference,

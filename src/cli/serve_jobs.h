@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// The durable-jobs part of `synapse serve`: opens the job database (shared with `synapse jobs`),
+// hands the HTTP server its job routes and runs the JobWorker that executes the jobs through the
+// served model. `--jobs-db PATH` (default: the state directory's jobs.db), `--job-workers N`
+// (jobs executed at the same time; 0: accept and show jobs but execute none), `--no-jobs`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "jobs/sqlite_job_store.h"
+#include "server/job_worker.h"
+#include "server/jobs_api.h"
+
+namespace synapse::cli {
+
+struct ServeJobsOptions {
+  bool disabled = false;
+  std::string database;  // empty: jobs_database_path()
+  size_t workers = 2;
+};
+
+void add_serve_jobs_options(CLI::App* cmd, ServeJobsOptions& options);
+
+class ServeJobs {
+ public:
+  // Opens (creating) the database and starts the worker; `call` runs one item's request.
+  // nullptr when --no-jobs.
+  static Result<std::unique_ptr<ServeJobs>> start(const ServeJobsOptions& options,
+                                                  server::ItemCall call);
+  ~ServeJobs();  // stop()
+
+  const server::JobsApi* api() const { return &api_; }
+  const std::string& database() const { return database_; }
+  // Stops executing: items in flight are cancelled and run again after the next start.
+  void stop();
+
+ private:
+  ServeJobs() = default;
+  std::string database_;
+  std::unique_ptr<jobs::SqliteJobStore> store_;
+  std::unique_ptr<server::JobWorker> worker_;
+  server::JobsApi api_;
+};
+
+}  // namespace synapse::cli

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/job_worker.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+namespace synapse::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+serve::RequestClass request_class_of(jobs::JobClass c) {
+  return c == jobs::JobClass::kBackground ? serve::RequestClass::kBackground
+                                          : serve::RequestClass::kBatch;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+}  // namespace
+
+// Runs a page's items at the same time, one thread each, so the engine loop batches them (the
+// Service decodes every admitted sequence in one step). Threads, not a pool: a page is at most
+// items_per_commit items and each thread only waits on its request's events.
+class JobWorker::PageRunner final : public jobs::ItemRunner {
+ public:
+  explicit PageRunner(const JobWorker& worker) : worker_(worker) {}
+
+  jobs::ItemOutcome run(const jobs::WorkItem& item) override {
+    std::atomic<bool> never{false};
+    return *run_item(item, never);
+  }
+
+  std::vector<jobs::ItemOutcome> run_page(std::span<const jobs::WorkItem> items,
+                                          const std::function<bool()>& keep_going) override {
+    std::vector<std::optional<jobs::ItemOutcome>> outcomes(items.size());
+    std::atomic<bool> abort{false};
+    std::mutex mu;
+    std::condition_variable done_cv;
+    size_t done = 0;
+    std::vector<std::thread> threads;
+    threads.reserve(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      threads.emplace_back([&, i] {
+        std::optional<jobs::ItemOutcome> outcome = run_item(items[i], abort);
+        const std::lock_guard lock(mu);
+        outcomes[i] = std::move(outcome);
+        ++done;
+        done_cv.notify_one();
+      });
+    }
+    {
+      std::unique_lock lock(mu);
+      while (done < items.size()) {
+        done_cv.wait_for(lock, 200ms);
+        if (abort.load()) continue;
+        lock.unlock();
+        const bool go_on = keep_going();  // may write the store: not under our lock
+        lock.lock();
+        if (!go_on) abort = true;
+      }
+    }
+    for (std::thread& t : threads) t.join();
+    std::vector<jobs::ItemOutcome> finished;
+    for (std::optional<jobs::ItemOutcome>& o : outcomes) {
+      if (o) finished.push_back(std::move(*o));
+    }
+    return finished;
+  }
+
+ private:
+  // nullopt: abandoned (the job stops or the server does); the item stays pending.
+  std::optional<jobs::ItemOutcome> run_item(const jobs::WorkItem& item,
+                                            const std::atomic<bool>& abort) const {
+    const std::function<bool()> cancelled = [&] {
+      return abort.load() || worker_.stopping_.load();
+    };
+    for (;;) {
+      Result<std::string> response =
+          worker_.call_(item.url, item.body, request_class_of(item.job_class), cancelled);
+      if (cancelled()) return std::nullopt;
+      if (response.ok()) return jobs::ItemOutcome::success(item.index, std::move(*response));
+      // A full queue is the scheduler pushing back, not a failure of the item: wait and retry
+      // without spending one of its attempts.
+      if (response.status().code() == ErrorCode::kQueueFull) {
+        std::this_thread::sleep_for(worker_.options_.queue_full_backoff);
+        continue;
+      }
+      return jobs::ItemOutcome::failure(item.index, response.status().code(),
+                                        response.status().message());
+    }
+  }
+
+  const JobWorker& worker_;
+};
+
+JobWorker::JobWorker(jobs::JobStore& store, ItemCall call, JobWorkerOptions options)
+    : store_(store), call_(std::move(call)), options_(std::move(options)) {}
+
+JobWorker::~JobWorker() {
+  stop();
+  if (lock_fd_ >= 0) close(lock_fd_);
+}
+
+Status JobWorker::start() {
+  lock_fd_ = open(options_.lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) {
+    return Status(ErrorCode::kIoError,
+                  std::string("cannot open the job executor's lock file: ") + std::strerror(errno),
+                  ErrorWhere{.path = options_.lock_path});
+  }
+  manager_ = std::thread([this] { manage(); });
+  return ok_status();
+}
+
+void JobWorker::notify() {
+  {
+    const std::lock_guard lock(mu_);
+    ++notifications_;
+  }
+  cv_.notify_all();
+}
+
+void JobWorker::stop() {
+  if (stopping_.exchange(true)) return;
+  cv_.notify_all();
+  if (manager_.joinable()) manager_.join();
+  for (std::thread& t : workers_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+bool JobWorker::wait_for_work(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  const uint64_t seen = notifications_;
+  cv_.wait_for(lock, timeout, [&] { return stopping_.load() || notifications_ != seen; });
+  return !stopping_.load();
+}
+
+void JobWorker::say(const std::string& line) const {
+  if (options_.log) options_.log(line);
+}
+
+void JobWorker::manage() {
+  // Wait for the database's executor lock: another server may be executing its jobs.
+  bool waiting_said = false;
+  while (!stopping_.load()) {
+    if (flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) break;
+    if (!waiting_said) {
+      say("jobs: another synapse serve executes this database's jobs; waiting to take over");
+      waiting_said = true;
+    }
+    wait_for_work(options_.poll);
+  }
+  if (stopping_.load()) return;
+  executing_ = true;
+  // Every lease of ours left in the database belongs to a process that died holding the lock.
+  if (Result<int64_t> reclaimed = store_.reclaim_leases(owner_prefix()); !reclaimed.ok()) {
+    say("jobs: cannot reclaim leases: " + reclaimed.status().to_string());
+  } else if (*reclaimed > 0) {
+    say("jobs: resuming " + std::to_string(*reclaimed) + " job(s) interrupted by a crash");
+  }
+  for (size_t i = 0; i < options_.workers; ++i) workers_.emplace_back([this, i] { work(i); });
+  while (!stopping_.load()) {
+    if (Result<jobs::ExpireResult> expired = store_.expire(); !expired.ok()) {
+      say("jobs: expiry failed: " + expired.status().to_string());
+    } else if (expired->expired + expired->deleted > 0) {
+      say("jobs: " + std::to_string(expired->expired) + " expired, " +
+          std::to_string(expired->deleted) + " removed after retention");
+    }
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, options_.expire_every, [&] { return stopping_.load(); });
+  }
+}
+
+void JobWorker::work(size_t index) {
+  jobs::ExecutorOptions executor;
+  executor.owner = owner_prefix() + host_name() + ":" + std::to_string(getpid()) + "/worker-" +
+                   std::to_string(index);
+  executor.lease_duration_ms = options_.lease_duration_ms;
+  executor.items_per_commit = options_.items_per_commit;
+  executor.renew_after_ms = options_.lease_duration_ms / 3;
+  executor.should_stop = [this] { return stopping_.load(); };
+  PageRunner runner(*this);
+  while (!stopping_.load()) {
+    Result<jobs::ExecutorResult> result = jobs::run_one_job(store_, runner, executor);
+    if (!result.ok()) {
+      // Storage trouble (a full disk, a read-only database): the lease runs out or is reclaimed
+      // and the job resumes; look again after a poll interval.
+      say("jobs: " + result.status().to_string());
+      wait_for_work(options_.poll);
+      continue;
+    }
+    switch (*result) {
+      case jobs::ExecutorResult::kNoJob:
+        wait_for_work(options_.poll);
+        break;
+      case jobs::ExecutorResult::kCompleted:
+        say("jobs: a job completed (" + executor.owner + ")");
+        break;
+      case jobs::ExecutorResult::kReleased:
+      case jobs::ExecutorResult::kLeaseLost:
+      case jobs::ExecutorResult::kCancelled:
+        break;
+    }
+  }
+}
+
+}  // namespace synapse::server

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// The executor of durable jobs inside `synapse serve`: it leases jobs from the JobStore and runs
+// their items through the same Service (engine loop, scheduler) as HTTP requests, in the job's
+// class (batch or background), so jobs never starve interactive traffic; each page's items are
+// submitted together so the engine batches them. The protocol (lease, epoch, pages, retries) is
+// jobs::run_one_job's; this class adds the threads, the wake-ups and crash recovery.
+//
+// Recovery: one server executes a database's jobs at a time. The worker takes an exclusive
+// flock() on `<database>.executor-lock` before it runs anything (a second server on the same
+// database serves HTTP and waits for the lock, taking over when the first one exits). Holding
+// the lock proves every lease with our owner prefix belongs to a dead process, so the worker
+// reclaims those leases at once (JobStore::reclaim_leases) instead of waiting for them to run out,
+// and the jobs resume from their first uncommitted item. The kernel drops the lock when the
+// process dies, SIGKILL included.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "jobs/job_executor.h"
+#include "jobs/job_store.h"
+#include "serve/request.h"
+
+namespace synapse::server {
+
+// Runs one item's request: url and body as submitted, in the job's class. Returns the JSON
+// response or the error (queue_full is retried by the worker). Blocks; `cancelled` is to be
+// polled, and when it says true the call should end soon with `cancelled`.
+using ItemCall = std::function<Result<std::string>(std::string_view url, std::string_view body,
+                                                   serve::RequestClass request_class,
+                                                   const std::function<bool()>& cancelled)>;
+
+struct JobWorkerOptions {
+  std::string lock_path;  // usually the database path + ".executor-lock"
+  size_t workers = 2;     // jobs run at the same time (each runs a page of items together)
+  int64_t lease_duration_ms = 30'000;
+  int64_t items_per_commit = 16;
+  std::chrono::milliseconds poll{500};  // how often idle workers look for jobs without a notify
+  std::chrono::milliseconds expire_every{60'000};     // retention / execution deadlines
+  std::chrono::milliseconds queue_full_backoff{200};  // an item refused with queue_full waits
+  std::function<void(const std::string&)> log;        // progress lines; empty: quiet
+};
+
+class JobWorker {
+ public:
+  JobWorker(jobs::JobStore& store, ItemCall call, JobWorkerOptions options);
+  ~JobWorker();  // stop()
+  JobWorker(const JobWorker&) = delete;
+  JobWorker& operator=(const JobWorker&) = delete;
+
+  // Starts the manager thread (lock, recovery, expiry) and the workers. An unusable lock file is
+  // an error now; a lock held by another server is not (the worker waits for it).
+  Status start();
+  // A job was submitted: idle workers look at once instead of at their next poll.
+  void notify();
+  // Stops taking jobs: items in flight are cancelled (they run again after a restart), finished
+  // ones are committed and each job goes back to the queue. Joins the threads. Idempotent.
+  void stop();
+
+  bool executing() const { return executing_.load(); }  // holds the lock (tests, logs)
+  // The owner recorded in leases: "synapse-serve/HOST:PID/worker-N".
+  static std::string owner_prefix() { return "synapse-serve/"; }
+
+ private:
+  class PageRunner;
+  void manage();
+  void work(size_t index);
+  bool wait_for_work(std::chrono::milliseconds timeout);
+  void say(const std::string& line) const;
+
+  jobs::JobStore& store_;
+  ItemCall call_;
+  JobWorkerOptions options_;
+  int lock_fd_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> executing_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t notifications_ = 0;  // guarded by mu_
+  std::thread manager_;
+  std::vector<std::thread> workers_;  // started by the manager once it holds the lock
+};
+
+}  // namespace synapse::server

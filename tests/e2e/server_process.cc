@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/e2e/server_process.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <regex>
+#include <thread>
+
+#include "tests/support/test_support.h"
+
+namespace synapse::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+int connect_to(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool send_all(int fd, const std::string& data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+HttpReply parse_reply(const std::string& raw) {
+  HttpReply reply;
+  const size_t head_end = raw.find("\r\n\r\n");
+  if (head_end == std::string::npos || raw.size() < 12) return reply;
+  reply.status = std::atoi(raw.c_str() + 9);
+  size_t pos = raw.find("\r\n") + 2;
+  while (pos < head_end) {
+    const size_t eol = raw.find("\r\n", pos);
+    const std::string line = raw.substr(pos, eol - pos);
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos) {
+      std::string name = line.substr(0, colon);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      reply.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+    pos = eol + 2;
+  }
+  std::string body = raw.substr(head_end + 4);
+  if (reply.headers["transfer-encoding"] == "chunked") {
+    std::string decoded;
+    size_t p = 0;
+    while (p < body.size()) {
+      const size_t eol = body.find("\r\n", p);
+      if (eol == std::string::npos) break;
+      const size_t n = std::stoul(body.substr(p, eol - p), nullptr, 16);
+      if (n == 0) break;
+      decoded += body.substr(eol + 2, n);
+      p = eol + 2 + n + 2;
+    }
+    body = decoded;
+  }
+  reply.body = body;
+  return reply;
+}
+
+}  // namespace
+
+ServerProcess::ServerProcess(const std::string& model, const std::string& args,
+                             const std::string& log_path) {
+  int out[2];
+  if (pipe(out) != 0) return;
+  const std::string command = "exec " + synapse_cli() + " serve -m " + quote(model) + " --port 0 " +
+                              args + " 2>>" + quote(log_path);
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    close(out[1]);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline && line.find('\n') == std::string::npos) {
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char c[256];
+    const ssize_t n = read(out[0], c, sizeof c);
+    if (n <= 0) break;
+    line.append(c, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  banner_ = line;
+  std::smatch m;
+  if (std::regex_search(line, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)"))) {
+    port_ = std::stoi(m[1]);
+  }
+}
+
+bool ServerProcess::alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+int ServerProcess::stop(std::chrono::seconds patience) {
+  if (pid_ <= 0) return exit_status_;
+  kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+      return exit_status_ = -1;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  pid_ = -1;
+  exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return exit_status_;
+}
+
+void ServerProcess::kill_hard() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  exit_status_ = -1;
+}
+
+HttpReply http_request(int port, const std::string& method, const std::string& path,
+                       const std::string& body, const std::string& key,
+                       const std::string& extra_headers) {
+  const int fd = connect_to(port);
+  if (fd < 0) return {};
+  std::string r = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!key.empty()) r += "Authorization: Bearer " + key + "\r\n";
+  r += extra_headers;
+  if (method == "POST") {
+    r +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  }
+  r += "\r\n" + body;
+  std::string raw;
+  if (send_all(fd, r)) {
+    char buf[65536];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) raw.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return parse_reply(raw);
+}
+
+}  // namespace synapse::testing

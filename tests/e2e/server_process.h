@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// What end-to-end tests of `synapse serve` share: the server as a child process on a free
+// loopback port, and a plain HTTP/1.1 client over one socket (no client library, so a test sees
+// exactly what was sent).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+
+namespace synapse::testing {
+
+// One `synapse serve -m MODEL --port 0 ARGS` process, its stderr in `log_path`. The constructor
+// waits (up to a minute) for the "listening on http://127.0.0.1:PORT" line; port() is -1 when it
+// never came. SIGTERM and a wait when the object dies.
+class ServerProcess {
+ public:
+  ServerProcess(const std::string& model, const std::string& args, const std::string& log_path);
+  ~ServerProcess() { stop(); }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::string& banner() const { return banner_; }  // stdout up to the start-up line
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  bool alive() const;
+
+  // SIGTERM, then the exit status (-1 if it had to be killed after `patience`).
+  int stop(std::chrono::seconds patience = std::chrono::seconds(30));
+  // SIGKILL (a crash: nothing is flushed, no handler runs) and reap.
+  void kill_hard();
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = -1;
+  int exit_status_ = -1;
+  std::string banner_;
+};
+
+struct HttpReply {
+  int status = 0;                              // 0: no answer (connection refused or closed)
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;                            // chunked bodies decoded
+};
+
+// One request with Connection: close. `key` becomes "Authorization: Bearer KEY" when not empty;
+// `extra_headers` are raw "Name: value\r\n" lines.
+HttpReply http_request(int port, const std::string& method, const std::string& path,
+                       const std::string& body = "", const std::string& key = "",
+                       const std::string& extra_headers = "");
+
+}  // namespace synapse::testing
