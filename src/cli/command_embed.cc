@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse embed -m MODEL (-p TEXT ... | -f FILE | --jsonl) [--pooling mean|cls|last|none]
-// [--no-normalize] [--truncate] [--json]`: embedding vectors of texts with a BERT-family model,
-// all inputs in packed batches. --json prints the OpenAI embeddings response; --jsonl reads
+// [--no-normalize] [--truncate] [--json]`: embedding vectors of texts with a BERT-family model
+// (all inputs in packed batches) or a decoder (last-token pooling by default; mean; none). --json
+// prints the OpenAI embeddings response; --jsonl reads
 // {"text": ...} (or a JSON string) per line on stdin and writes one JSON array per line.
 #include <cstdio>
 #include <iostream>
@@ -79,12 +80,10 @@ int run(const Options& o) {
     if (!texts.ok()) return fail(texts.status());
     inputs = std::move(texts).value();
   }
-  auto opened = open_embedder(o.model, o.store);
-  if (!opened.ok()) return fail(opened.status());
   EmbedOptions options{.normalize = !o.no_normalize, .truncate = o.truncate};
   if (!o.pooling.empty()) options.pooling = pooling_type_from_name(o.pooling);
-  ThreadPool pool(o.threads);
-  auto result = opened->embedder->embed(inputs, options, pool);
+  std::string label;
+  auto result = embed_with_model(o.model, o.store, o.threads, inputs, options, label);
   if (!result.ok()) return fail(result.status());
 
   if (o.jsonl) {
@@ -101,13 +100,13 @@ int run(const Options& o) {
     const Json out = {
         {"object", "list"},
         {"data", std::move(data)},
-        {"model", opened->label},
+        {"model", label},
         {"usage",
          {{"prompt_tokens", result->prompt_tokens}, {"total_tokens", result->prompt_tokens}}}};
     std::printf("%s\n", out.dump().c_str());
   } else {
-    std::printf("model %s: %zu inputs, %zu tokens, %zu dimensions, %s pooling%s\n",
-                opened->label.c_str(), result->items.size(), result->prompt_tokens, result->n_embd,
+    std::printf("model %s: %zu inputs, %zu tokens, %zu dimensions, %s pooling%s\n", label.c_str(),
+                result->items.size(), result->prompt_tokens, result->n_embd,
                 std::string(pooling_type_name(result->pooling)).c_str(),
                 options.normalize ? ", L2-normalized" : "");
     for (size_t i = 0; i < result->items.size(); ++i) {
@@ -136,7 +135,9 @@ int run(const Options& o) {
 void add_embed_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "embed", "Embedding vectors of texts with a BERT-family model (MiniLM, BGE, E5)");
+      "embed",
+      "Embedding vectors of texts with a BERT-family model (MiniLM, BGE, E5) or a decoder "
+      "(llama/qwen2/qwen3: last-token pooling by default, as Qwen3-Embedding)");
   cmd->add_option("-m,--model", o->model, "GGUF model, package or stored model name")->required();
   add_store_option(cmd, o->store);
   auto* prompt = cmd->add_option("-p,--prompt", o->prompts, "Text to embed (repeatable)");
@@ -147,7 +148,9 @@ void add_embed_command(CLI::App& app, int& exit_code) {
                               "JSON array per line");
   prompt->excludes(file)->excludes(jsonl);
   file->excludes(jsonl);
-  cmd->add_option("--pooling", o->pooling, "Pooling (default: the model's)")
+  cmd->add_option("--pooling", o->pooling,
+                  "Pooling (default: the model's pooling_type; decoders: last; cls needs an "
+                  "encoder)")
       ->check(CLI::IsMember({"mean", "cls", "last", "none"}));
   cmd->add_flag("--no-normalize", o->no_normalize, "Do not L2-normalize the vectors");
   cmd->add_flag("--truncate", o->truncate,

@@ -3,7 +3,8 @@
 // [--threads N] [--chat-template NAME] [--queue-limit N]`: loads the model once (with the
 // serving decoder options: batch-invariant logits), starts the service's engine loop and the
 // HTTP server, prints the URL, and on SIGINT/SIGTERM stops admitting, lets requests in flight
-// finish for --shutdown-grace seconds, cancels the rest and exits. A BERT-family model
+// finish for --shutdown-grace seconds, cancels the rest and exits. A decoder also answers
+// /v1/embeddings, as prefill-only requests on the same engine loop. A BERT-family model
 // (general.architecture "bert") is served for embeddings instead: /v1/embeddings and /v1/rerank
 // on an EmbeddingService executor, and the generation routes answer 400.
 #include <csignal>
@@ -16,9 +17,11 @@
 #include "cli/commands.h"
 #include "cli/model_runner.h"
 #include "cli/serve_jobs.h"
+#include "encoder/decoder_embedder.h"
 #include "format/model_file.h"
 #include "serve/embedding_service.h"
 #include "serve/service.h"
+#include "server/embedding_routes.h"
 #include "server/generation_call.h"
 #include "server/http_server.h"
 #include "store/model_ref.h"
@@ -153,6 +156,8 @@ int run_serve(const ServeOptions& o) {
   inference.model_id = model_id(o);
   inference.bos_token = token_text(*tok, tok->vocab().special().bos);
   inference.eos_token = token_text(*tok, tok->vocab().special().eos);
+  inference.embedding_pooling = model.hparams().pooling;
+  inference.appended_eos = appended_eos(*tok);
   // A template that cannot render is an error now, not on the first request; a model without
   // one serves completions, and chat answers no_chat_template.
   Result<chat::ChatTemplate> chat_template =
@@ -201,6 +206,9 @@ int run_serve(const ServeOptions& o) {
       o.jobs,
       [&inference, item_limits](std::string_view url, std::string_view body, serve::RequestClass c,
                                 const std::function<bool()>& cancelled) {
+        if (url == "/v1/embeddings") {
+          return server::run_embeddings_request(nullptr, &inference, body, c, cancelled);
+        }
         return server::run_generation_request(inference, url, body, c, cancelled, item_limits);
       });
   if (!jobs.ok()) {

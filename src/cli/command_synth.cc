@@ -53,8 +53,8 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--tied", o->tied, "Output head tied to token_embd (default for qwen2/qwen3)");
   cmd->add_flag("--untied", o->untied, "Separate output.weight (default for llama)");
   cmd->add_option("--pooling", o->pooling,
-                  "Encoders: pooling type in the metadata, none|mean|cls|last|rank (default mean; "
-                  "rank with --classifier-labels)")
+                  "Pooling type in the metadata, none|mean|cls|last|rank (encoders: default mean, "
+                  "rank with --classifier-labels; decoders: default last)")
       ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}));
   cmd->add_option("--classifier-labels", o->synth.classifier_labels,
                   "Encoders: add a classification head (cls.* tensors, a cross-encoder "

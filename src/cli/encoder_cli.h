@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // What `synapse embed` and `synapse rerank` share: opening an encoder model from a model
-// reference (path, package or stored name, leased while the command runs), reading inputs one per
-// line, and the thread-count option.
+// reference (path, package or stored name, leased while the command runs), embedding with an
+// encoder or a decoder model, reading inputs one per line, and the thread-count option.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@ struct OpenedEmbedder {
 };
 
 Result<OpenedEmbedder> open_embedder(const std::string& ref, const std::string& store);
+
+// Embeds `inputs` with whatever the model is: an encoder (BERT family) through its Embedder, a
+// decoder (llama, qwen2, qwen3) through a DecoderEmbedder on an Engine opened with
+// serve::serving_decoder_options(), so its vectors are those `synapse serve` answers. Sets
+// `label` for output.
+Result<EmbedResult> embed_with_model(const std::string& ref, const std::string& store, int threads,
+                                     std::span<const std::string> inputs,
+                                     const EmbedOptions& options, std::string& label);
 
 // The non-empty lines of a file ("-" reads stdin), without their line ends.
 Result<std::vector<std::string>> read_lines(const std::string& path);

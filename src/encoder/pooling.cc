@@ -14,13 +14,9 @@ void pool_sequence(PoolingType pooling, const float* hidden, size_t n_tokens, si
   SYN_CHECK(n_tokens > 0, "pooling an empty sequence");
   switch (pooling) {
     case PoolingType::kMean: {
-      std::vector<double> sum(n_embd, 0.0);
-      for (size_t t = 0; t < n_tokens; ++t) {
-        for (size_t e = 0; e < n_embd; ++e) sum[e] += static_cast<double>(hidden[t * n_embd + e]);
-      }
-      for (size_t e = 0; e < n_embd; ++e) {
-        out[e] = static_cast<float>(sum[e] / static_cast<double>(n_tokens));
-      }
+      MeanPoolAccumulator mean(n_embd);
+      mean.add(hidden, n_tokens);
+      mean.finish(out);
       return;
     }
     case PoolingType::kCls:
@@ -34,6 +30,21 @@ void pool_sequence(PoolingType pooling, const float* hidden, size_t n_tokens, si
       break;
   }
   SYN_CHECK(false, "pool_sequence needs mean, cls, last or rank");
+}
+
+void MeanPoolAccumulator::add(const float* rows, size_t n_rows) {
+  const size_t n_embd = sum_.size();
+  for (size_t t = 0; t < n_rows; ++t) {
+    for (size_t e = 0; e < n_embd; ++e) sum_[e] += static_cast<double>(rows[t * n_embd + e]);
+  }
+  n_rows_ += n_rows;
+}
+
+void MeanPoolAccumulator::finish(float* out) const {
+  SYN_CHECK(n_rows_ > 0, "mean of no rows");
+  for (size_t e = 0; e < sum_.size(); ++e) {
+    out[e] = static_cast<float>(sum_[e] / static_cast<double>(n_rows_));
+  }
 }
 
 void l2_normalize(float* v, size_t n) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "model/hparams.h"
 
@@ -17,5 +18,20 @@ void pool_sequence(PoolingType pooling, const float* hidden, size_t n_tokens, si
 
 // v /= ||v||_2 (a zero vector stays zero).
 void l2_normalize(float* v, size_t n);
+
+// Mean pooling fed rows in pieces (a decoder's prompt prefilled in chunks): the same double sums
+// in the same token order as pool_sequence, so the result is bit-identical to pooling all rows
+// at once (pool_sequence uses it).
+class MeanPoolAccumulator {
+ public:
+  explicit MeanPoolAccumulator(size_t n_embd) : sum_(n_embd, 0.0) {}
+  void add(const float* rows, size_t n_rows);
+  size_t n_rows() const { return n_rows_; }
+  void finish(float* out) const;  // n_embd floats; needs at least one row
+
+ private:
+  std::vector<double> sum_;
+  size_t n_rows_ = 0;
+};
 
 }  // namespace synapse

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/check.h"
 #include "model/graph_blocks.h"
 #include "model/tensor_check.h"
 
@@ -122,14 +123,65 @@ Status DecoderModel::validate(const ForwardBatch& b) const {
     }
   }
   if (!b.output_rows.empty() && b.logits == nullptr) return bad("logits", "no logits buffer");
+  for (size_t j = 0; j < b.hidden_rows.size(); ++j) {
+    if (b.hidden_rows[j] >= b.tokens.size() ||
+        (j > 0 && b.hidden_rows[j] <= b.hidden_rows[j - 1])) {
+      return bad("hidden_rows", "hidden rows must be increasing rows of the batch");
+    }
+  }
+  if (!b.hidden_rows.empty() && b.hidden == nullptr) return bad("hidden", "no hidden buffer");
   return ok_status();
+}
+
+std::span<const uint32_t> DecoderModel::select_rows(const ForwardBatch& b) {
+  if (b.hidden_rows.empty()) return b.output_rows;
+  selected_rows_.clear();
+  logits_positions_.clear();
+  hidden_positions_.clear();
+  size_t i = 0, j = 0;
+  while (i < b.output_rows.size() || j < b.hidden_rows.size()) {
+    const uint32_t row = j == b.hidden_rows.size()   ? b.output_rows[i]
+                         : i == b.output_rows.size() ? b.hidden_rows[j]
+                                                     : std::min(b.output_rows[i], b.hidden_rows[j]);
+    const auto position = static_cast<uint32_t>(selected_rows_.size());
+    selected_rows_.push_back(row);
+    if (i < b.output_rows.size() && b.output_rows[i] == row) {
+      logits_positions_.push_back(position);
+      ++i;
+    }
+    if (j < b.hidden_rows.size() && b.hidden_rows[j] == row) {
+      hidden_positions_.push_back(position);
+      ++j;
+    }
+  }
+  return selected_rows_;
+}
+
+DecoderModel::HeadInput DecoderModel::take_hidden_rows(const ForwardBatch& b, const IrOp& head) {
+  const HeadInput normed{value(head.input.value) + head.input.offset, ir_.width(head.input.value)};
+  if (b.hidden_rows.empty()) return normed;
+  SYN_CHECK(head.input.width == ir_.hp.n_embd && head.input.value != IrValue::kOutHidden,
+            "the output head reads the final norm's n_embd-wide output");
+  backend_.copy_rows(normed.x, normed.stride, hidden_positions_, head.input.width, b.hidden,
+                     ir_.hp.n_embd);
+  if (logits_positions_.empty() || logits_positions_.size() == selected_rows_.size()) {
+    return normed;
+  }
+  // Some selected rows want no logits: gather the others into kOutHidden, which the final norm
+  // has consumed, so that the head multiplies only the rows whose logits are wanted.
+  float* compact = value(IrValue::kOutHidden);
+  const size_t compact_stride = ir_.width(IrValue::kOutHidden);
+  backend_.copy_rows(normed.x, normed.stride, logits_positions_, head.input.width, compact,
+                     compact_stride);
+  return HeadInput{compact, compact_stride};
 }
 
 Status DecoderModel::forward(const ForwardBatch& b) {
   SYN_RETURN_IF_ERROR(validate(b));
   const size_t n = b.tokens.size();
-  const size_t n_out = b.output_rows.size();
   if (n == 0) return ok_status();
+  const std::span<const uint32_t> selected = select_rows(b);
+  const size_t n_out = selected.size();
   SYN_RETURN_IF_ERROR(ensure_buffers(n, n_out));
   values_[static_cast<size_t>(IrValue::kLogits)] = b.logits;
   for (const ForwardSequence& s : b.sequences) {
@@ -152,7 +204,13 @@ Status DecoderModel::forward(const ForwardBatch& b) {
   for (const PlanRegion& region : plan_.regions) {
     for (const PlanOp& p : region.ops) {
       const IrOp& op = p.op;
-      const size_t rows = op.rows == RowSpace::kOutput ? n_out : n;
+      size_t rows = op.rows == RowSpace::kOutput ? n_out : n;
+      HeadInput head_input{};
+      if (op.output.value == IrValue::kLogits) {
+        if (rows == 0) continue;
+        head_input = take_hidden_rows(b, op);
+        rows = b.output_rows.size();
+      }
       if (rows == 0) continue;
       switch (op.kind) {
         case IrOpKind::kEmbed:
@@ -174,8 +232,10 @@ Status DecoderModel::forward(const ForwardBatch& b) {
           if (scratch_bytes > scratch_.size()) {
             SYN_ASSIGN_OR_RETURN(scratch_, backend_.allocate(scratch_bytes));
           }
-          backend_.matmul(std::span(outputs.data(), p.matrices.size()), ptr(op.input),
-                          stride(op.input), rows, scratch_.span(), mode);
+          const bool head = op.output.value == IrValue::kLogits;
+          backend_.matmul(std::span(outputs.data(), p.matrices.size()),
+                          head ? head_input.x : ptr(op.input),
+                          head ? head_input.stride : stride(op.input), rows, scratch_.span(), mode);
           break;
         }
         case IrOpKind::kAddBias:
@@ -213,7 +273,7 @@ Status DecoderModel::forward(const ForwardBatch& b) {
                        stride(op.output));
           break;
         case IrOpKind::kSelectRows:
-          backend_.copy_rows(ptr(op.input), stride(op.input), b.output_rows, op.input.width,
+          backend_.copy_rows(ptr(op.input), stride(op.input), selected, op.input.width,
                              ptr(op.output), stride(op.output));
           break;
       }

@@ -45,6 +45,11 @@ struct ForwardBatch {
   std::span<const uint32_t> output_rows;       // rows whose logits are wanted, increasing
   float* logits = nullptr;                     // output_rows.size() rows of n_vocab floats
   size_t page_tokens = 0;                      // tokens per KV page
+  // Rows whose final hidden state is wanted (increasing; may overlap output_rows): the output
+  // head's input, i.e. the residual stream after the final norm, as embedding models pool it.
+  // Rows that want only this skip the output head.
+  std::span<const uint32_t> hidden_rows;
+  float* hidden = nullptr;  // hidden_rows.size() rows of n_embd floats
 };
 
 class DecoderModel {
@@ -64,6 +69,7 @@ class DecoderModel {
   uint32_t n_ctx() const { return ir_.n_ctx; }
   uint32_t n_vocab() const { return ir_.hp.n_vocab; }
   uint32_t n_layer() const { return ir_.hp.n_layer; }
+  uint32_t n_embd() const { return ir_.hp.n_embd; }
   KvFormat kv_format(size_t page_tokens) const;
   // Bytes of matrix weights read by one decode step (every matrix once; the embedding row aside).
   uint64_t weight_bytes_per_token() const;
@@ -75,6 +81,15 @@ class DecoderModel {
       : file_(std::move(file)), backend_(backend), ir_(std::move(ir)), plan_(std::move(plan)) {}
   Status ensure_buffers(size_t n_rows, size_t n_out);
   Status validate(const ForwardBatch& batch) const;
+  // The rows that run past the last block: output_rows, or their union with hidden_rows.
+  std::span<const uint32_t> select_rows(const ForwardBatch& batch);
+  // Before the output head: copies the hidden rows out and returns the head's input, compacted
+  // to the logits rows when they are not all of the selected rows.
+  struct HeadInput {
+    const float* x = nullptr;
+    size_t stride = 0;
+  };
+  HeadInput take_hidden_rows(const ForwardBatch& batch, const IrOp& head);
   float* value(IrValue v) { return values_[static_cast<size_t>(v)]; }
 
   std::unique_ptr<ModelFile> file_;
@@ -91,6 +106,11 @@ class DecoderModel {
   BackendBuffer scratch_;
   std::vector<int64_t> positions_;
   std::vector<SequenceRows> sequence_rows_;
+  // Reused by forward() when hidden rows are asked for: the selected rows and where the logits
+  // and hidden rows sit among them.
+  std::vector<uint32_t> selected_rows_;
+  std::vector<uint32_t> logits_positions_;
+  std::vector<uint32_t> hidden_positions_;
 };
 
 }  // namespace synapse

@@ -4,6 +4,13 @@
 #include <algorithm>
 
 namespace synapse {
+namespace {
+
+size_t rows_wanted(LogitsWanted wanted, size_t n_tokens) {
+  return wanted == LogitsWanted::kAll ? n_tokens : wanted == LogitsWanted::kLast ? 1 : 0;
+}
+
+}  // namespace
 
 Engine::Engine(DecoderModel& model, const EngineConfig& config)
     : model_(model),
@@ -16,7 +23,7 @@ Engine::Engine(DecoderModel& model, const EngineConfig& config)
 Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
   const size_t n_vocab = model_.n_vocab();
   // Validate all inputs before changing anything.
-  size_t out_rows = 0;
+  size_t out_rows = 0, hidden_rows = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const StepInput& in = inputs[i];
     if (!cache_.contains(in.sequence)) {
@@ -45,13 +52,13 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
                         " tokens, the context is " + std::to_string(cache_.n_ctx()),
                     ErrorWhere{.field = "context"});
     }
-    if (in.logits != LogitsWanted::kNone && in.tokens.empty()) {
-      return Status(ErrorCode::kInvalidArgument, "logits asked for an input without tokens",
+    if ((in.logits != LogitsWanted::kNone || in.hidden != LogitsWanted::kNone) &&
+        in.tokens.empty()) {
+      return Status(ErrorCode::kInvalidArgument, "outputs asked for an input without tokens",
                     ErrorWhere{.field = "tokens"});
     }
-    out_rows += in.logits == LogitsWanted::kAll    ? in.tokens.size()
-                : in.logits == LogitsWanted::kLast ? 1
-                                                   : 0;
+    out_rows += rows_wanted(in.logits, in.tokens.size());
+    hidden_rows += rows_wanted(in.hidden, in.tokens.size());
   }
   for (const StepInput& in : inputs) {
     SYN_RETURN_IF_ERROR(cache_.reserve(in.sequence, in.tokens.size()));
@@ -60,19 +67,28 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
   out.logits.resize(out_rows * n_vocab);
   out.first_row.assign(inputs.size(), 0);
   out.n_rows.assign(inputs.size(), 0);
+  out.n_embd = model_.n_embd();
+  out.hidden.resize(hidden_rows * out.n_embd);
+  out.hidden_first_row.assign(inputs.size(), 0);
+  out.hidden_n_rows.assign(inputs.size(), 0);
 
   // Forward passes of up to max_batch_tokens rows, filled in input order: the logits rows come
   // out in input order, token order within an input.
-  size_t input = 0, offset = 0, written_rows = 0;
+  size_t input = 0, offset = 0, written_rows = 0, written_hidden = 0;
   while (input < inputs.size()) {
     tokens_.clear();
     sequences_.clear();
     sequence_ids_.clear();
     output_rows_.clear();
+    hidden_rows_.clear();
     const size_t first_written = written_rows;
+    const size_t first_hidden = written_hidden;
     while (input < inputs.size() && tokens_.size() < config_.max_batch_tokens) {
       const StepInput& in = inputs[input];
-      if (offset == 0) out.first_row[input] = written_rows;
+      if (offset == 0) {
+        out.first_row[input] = written_rows;
+        out.hidden_first_row[input] = written_hidden;
+      }
       const size_t take =
           std::min(in.tokens.size() - offset, config_.max_batch_tokens - tokens_.size());
       if (take > 0) {
@@ -89,6 +105,11 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
             ++out.n_rows[input];
             ++written_rows;
           }
+          if (in.hidden == LogitsWanted::kAll || (in.hidden == LogitsWanted::kLast && last)) {
+            hidden_rows_.push_back(static_cast<uint32_t>(first_row + r));
+            ++out.hidden_n_rows[input];
+            ++written_hidden;
+          }
         }
       }
       offset += take;
@@ -104,6 +125,8 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
     batch.output_rows = output_rows_;
     batch.logits = out.logits.data() + first_written * n_vocab;
     batch.page_tokens = cache_.page_tokens();
+    batch.hidden_rows = hidden_rows_;
+    batch.hidden = out.hidden.data() + first_hidden * out.n_embd;
     SYN_RETURN_IF_ERROR(model_.forward(batch));
     for (size_t s = 0; s < sequences_.size(); ++s) {
       cache_.commit(sequence_ids_[s], sequences_[s].n_rows);

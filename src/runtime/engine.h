@@ -24,18 +24,30 @@ struct StepInput {
   SeqId sequence = 0;
   std::span<const int32_t> tokens;
   LogitsWanted logits = LogitsWanted::kLast;
+  // Which rows' final hidden states (after the final norm: what embedding models pool) are
+  // wanted, with the same choices. A row that wants only its hidden state skips the output head.
+  LogitsWanted hidden = LogitsWanted::kNone;
 };
 
 // Logits of a step: rows of n_vocab floats; input i owns rows [first_row[i], first_row[i] +
-// n_rows[i]) (n_rows 0 for kNone, 1 for kLast, its token count for kAll).
+// n_rows[i]) (n_rows 0 for kNone, 1 for kLast, its token count for kAll). Hidden states
+// likewise: rows of n_embd floats, input i owning [hidden_first_row[i], ... + hidden_n_rows[i]).
 struct StepOutput {
   size_t n_vocab = 0;
   std::vector<float> logits;
   std::vector<size_t> first_row;
   std::vector<size_t> n_rows;
+  size_t n_embd = 0;
+  std::vector<float> hidden;
+  std::vector<size_t> hidden_first_row;
+  std::vector<size_t> hidden_n_rows;
   std::span<const float> row(size_t r) const { return {logits.data() + r * n_vocab, n_vocab}; }
   // The last logits row of input i (it must have asked for logits).
   std::span<const float> last(size_t i) const { return row(first_row[i] + n_rows[i] - 1); }
+  // Input i's hidden rows, back to back (hidden_n_rows[i] * n_embd floats).
+  std::span<const float> hidden_rows(size_t i) const {
+    return {hidden.data() + hidden_first_row[i] * n_embd, hidden_n_rows[i] * n_embd};
+  }
 };
 
 struct EngineConfig {
@@ -71,6 +83,7 @@ class Engine {
   std::vector<ForwardSequence> sequences_;
   std::vector<SeqId> sequence_ids_;
   std::vector<uint32_t> output_rows_;
+  std::vector<uint32_t> hidden_rows_;
 };
 
 // One sequence on an Engine: prefill a prompt, then decode token by token.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace synapse::serve {
 
@@ -20,9 +21,61 @@ void EmbeddingTicket::finish(Status status) {
   cv_.notify_all();
 }
 
+EmbeddingQueue::EmbeddingQueue(const std::array<uint32_t, kRequestClassCount>& weights)
+    : weights_(weights) {
+  for (uint32_t& w : weights_) w = std::max<uint32_t>(w, 1);
+}
+
+size_t EmbeddingQueue::size() const {
+  size_t n = 0;
+  for (const auto& q : waiting_) n += q.size();
+  return n;
+}
+
+void EmbeddingQueue::push(Entry entry) {
+  const auto c = static_cast<size_t>(entry.job.request_class);
+  if (waiting_[c].empty()) {
+    double floor = std::numeric_limits<double>::infinity();
+    for (size_t o = 0; o < kRequestClassCount; ++o) {
+      if (o != c && !waiting_[o].empty()) floor = std::min(floor, virtual_time_[o]);
+    }
+    if (floor != std::numeric_limits<double>::infinity()) {
+      virtual_time_[c] = std::max(virtual_time_[c], floor);
+    }
+  }
+  waiting_[c].push_back(std::move(entry));
+}
+
+std::deque<EmbeddingQueue::Entry> EmbeddingQueue::pop_batch(size_t max_inputs) {
+  std::deque<Entry> batch;
+  size_t inputs = 0;
+  for (;;) {
+    int best = -1;
+    for (size_t c = 0; c < kRequestClassCount; ++c) {
+      if (waiting_[c].empty()) continue;
+      if (best < 0 || virtual_time_[c] < virtual_time_[static_cast<size_t>(best)]) {
+        best = static_cast<int>(c);
+      }
+    }
+    if (best < 0) break;
+    const auto c = static_cast<size_t>(best);
+    const EmbeddingJob& job = waiting_[c].front().job;
+    const size_t n = std::max<size_t>(job.texts.size() + job.tokens.size(), 1);
+    if (!batch.empty() && inputs + n > max_inputs) break;
+    inputs += n;
+    virtual_time_[c] += static_cast<double>(n) / weights_[c];
+    batch.push_back(std::move(waiting_[c].front()));
+    waiting_[c].pop_front();
+  }
+  return batch;
+}
+
 EmbeddingService::EmbeddingService(std::unique_ptr<Embedder> embedder,
                                    EmbeddingServiceConfig config)
-    : embedder_(std::move(embedder)), config_(config), pool_(std::max(1, config.threads)) {
+    : embedder_(std::move(embedder)),
+      config_(config),
+      pool_(std::max(1, config.threads)),
+      queue_(config.weights) {
   n_embd_ = embedder_->n_embd();
   n_ctx_ = embedder_->model().hparams().n_ctx_train;
   can_rerank_ = embedder_->can_rerank();
@@ -41,7 +94,7 @@ Result<std::shared_ptr<EmbeddingTicket>> EmbeddingService::submit(EmbeddingJob j
                                                std::to_string(config_.max_queued) +
                                                "); retry later");
     }
-    queue_.push_back({std::move(job), ticket});
+    queue_.push({std::move(job), ticket});
   }
   cv_.notify_one();
   return ticket;
@@ -73,16 +126,9 @@ void EmbeddingService::loop() {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
-      // Everything waiting now, up to max_batch_inputs inputs (the first request always).
-      size_t inputs = 0;
-      while (!queue_.empty()) {
-        const EmbeddingJob& job = queue_.front().job;
-        const size_t n = job.texts.size() + job.tokens.size();
-        if (!batch.empty() && inputs + n > config_.max_batch_inputs) break;
-        inputs += n;
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
+      // Everything waiting now, up to max_batch_inputs inputs (the first request always), by
+      // class share.
+      batch = queue_.pop_batch(config_.max_batch_inputs);
     }
     const auto start = std::chrono::steady_clock::now();
     // Group the embedding requests by what must be equal within one Embedder call.

@@ -7,8 +7,11 @@
 // should that call fail, each request runs again alone so that the error names its own input.
 // Rerank requests run one at a time. The queue is bounded (submit answers queue_full, HTTP 429
 // with Retry-After); a request cancelled before its turn (its client went away) is skipped.
+// Waiting requests are taken by class (EmbeddingQueue): interactive before batch before
+// background while inputs are short, shared by weight (as serve::Scheduler does) when all wait.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +26,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "encoder/embedder.h"
+#include "serve/request.h"
 
 namespace synapse::serve {
 
@@ -30,6 +34,8 @@ struct EmbeddingServiceConfig {
   size_t max_queued = 64;          // requests waiting for the executor; more get queue_full
   size_t max_batch_inputs = 1024;  // inputs merged into one Embedder call (one request may exceed)
   int threads = 1;                 // the forward passes' thread pool
+  // Each class's share of the executor's inputs while several wait (SchedulerConfig's defaults).
+  std::array<uint32_t, kRequestClassCount> weights = {16, 4, 1};
 };
 
 struct EmbeddingJob {
@@ -40,6 +46,7 @@ struct EmbeddingJob {
   EmbedOptions options;                      // embedding; rerank uses options.truncate
   std::string query;                         // kRerank
   size_t top_n = 0;                          // kRerank; 0: all
+  RequestClass request_class = RequestClass::kInteractive;
 };
 
 // A submitted job's shared state: the HTTP thread waits on it, the executor fills it.
@@ -68,6 +75,33 @@ class EmbeddingTicket {
   RerankResult rerank_;
 };
 
+class EmbeddingTicket;
+
+// The executor's waiting requests, one queue per class (pure policy, no threads: tested by
+// popping). pop_batch takes heads by weighted fair share: the class with the smallest virtual
+// time goes next and its virtual time advances by the inputs taken / its weight (ties: the
+// higher class); a class that starts waiting joins at the others' virtual time, so idleness
+// earns no credit. Arrival order within a class.
+class EmbeddingQueue {
+ public:
+  struct Entry {
+    EmbeddingJob job;
+    std::shared_ptr<EmbeddingTicket> ticket;
+  };
+  explicit EmbeddingQueue(const std::array<uint32_t, kRequestClassCount>& weights);
+
+  void push(Entry entry);
+  // Heads in fair-share order up to max_inputs inputs (always at least one entry if any wait).
+  std::deque<Entry> pop_batch(size_t max_inputs);
+  size_t size() const;
+  bool empty() const { return size() == 0; }
+
+ private:
+  std::array<uint32_t, kRequestClassCount> weights_;
+  std::array<std::deque<Entry>, kRequestClassCount> waiting_;
+  std::array<double, kRequestClassCount> virtual_time_{};
+};
+
 class EmbeddingService {
  public:
   EmbeddingService(std::unique_ptr<Embedder> embedder, EmbeddingServiceConfig config);
@@ -88,10 +122,7 @@ class EmbeddingService {
   void shutdown();
 
  private:
-  struct Entry {
-    EmbeddingJob job;
-    std::shared_ptr<EmbeddingTicket> ticket;
-  };
+  using Entry = EmbeddingQueue::Entry;
   void loop();
   void run_group(std::vector<Entry*>& group);
   void run_one(Entry& entry);
@@ -105,7 +136,7 @@ class EmbeddingService {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Entry> queue_;
+  EmbeddingQueue queue_;
   bool stopping_ = false;
   std::atomic<double> mean_batch_s_{0.1};
   std::thread executor_;

@@ -2,11 +2,12 @@
 // EmbeddingService on a synthetic BERT: requests submitted together from many threads get the
 // vectors the Embedder gives each alone, to rounding (whether or not the executor merged them), a
 // bad input fails only its own request, a full queue answers queue_full, and after shutdown
-// unavailable.
+// unavailable. The executor's queue takes waiting requests by class share (EmbeddingQueue).
 #include "serve/embedding_service.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <thread>
 
@@ -90,6 +91,45 @@ TEST(EmbeddingService, BoundedQueueAndShutdown) {
   EXPECT_EQ(service.submit(job).status().code(), ErrorCode::kUnavailable);
   EXPECT_FALSE(service.can_rerank());
   EXPECT_EQ(service.n_ctx(), 16u);
+}
+
+EmbeddingQueue::Entry queued(RequestClass c, size_t inputs, const std::string& tag) {
+  EmbeddingQueue::Entry e;
+  e.job.request_class = c;
+  e.job.texts.assign(inputs, tag);
+  return e;
+}
+
+// One input per pop: interactive work goes first; batch and background then share by weight
+// (4:1), so background still progresses; a class that arrives late gets no back credit.
+TEST(EmbeddingQueue, TakesRequestsByClassShare) {
+  EmbeddingQueue q({16, 4, 1});
+  for (int i = 0; i < 10; ++i) q.push(queued(RequestClass::kBackground, 1, "g"));
+  for (int i = 0; i < 10; ++i) q.push(queued(RequestClass::kBatch, 1, "b"));
+  for (int i = 0; i < 2; ++i) q.push(queued(RequestClass::kInteractive, 1, "i"));
+  EXPECT_EQ(q.size(), 22u);
+  std::string order;
+  for (int i = 0; i < 12; ++i) {
+    std::deque<EmbeddingQueue::Entry> one = q.pop_batch(1);
+    ASSERT_EQ(one.size(), 1u);
+    order += one.front().job.texts.front();
+  }
+  // All joined at virtual time 0 (ties go to the higher class); an interactive input costs 1/16,
+  // a batch one 1/4, a background one 1: "ibgibbbbgbbb".
+  EXPECT_EQ(order, "ibgibbbbgbbb");
+  EXPECT_EQ(std::count(order.begin(), order.end(), 'b'), 8) << order;
+  EXPECT_EQ(std::count(order.begin(), order.end(), 'g'), 2) << order;
+  // A batch takes heads up to the input budget, the first always.
+  std::deque<EmbeddingQueue::Entry> big = q.pop_batch(3);
+  EXPECT_EQ(big.size(), 3u);
+  // A class that starts waiting joins at the others' virtual time: interactive goes next, alone
+  // although over the budget.
+  q.push(queued(RequestClass::kInteractive, 5, "i"));
+  std::deque<EmbeddingQueue::Entry> late = q.pop_batch(2);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late.front().job.texts.size(), 5u);
+  EXPECT_EQ(q.pop_batch(100).size(), 7u);
+  EXPECT_TRUE(q.empty());
 }
 
 }  // namespace

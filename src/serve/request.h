@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/hparams.h"
 #include "sample/logprobs.h"
 #include "sample/sampling_params.h"
 
@@ -25,6 +26,14 @@ inline constexpr size_t kRequestClassCount = 3;
 std::string_view request_class_name(RequestClass c);  // "interactive", "batch", "background"
 std::optional<RequestClass> request_class_from_name(std::string_view name);
 
+// An embedding request: the prompt is prefilled like any other (same slots, classes and step
+// batching) but nothing is sampled; the final event carries the prompt's final hidden state
+// (after the final norm) pooled over its tokens.
+struct EmbeddingSpec {
+  PoolingType pooling = PoolingType::kLast;  // kLast or kMean
+  bool normalize = true;                     // L2-normalize the pooled vector
+};
+
 struct GenerationRequest {
   std::string id;               // the caller's id (e.g. "cmpl-..."), echoed in logs and metrics
   std::vector<int32_t> prompt;  // token ids, at least one; BOS and template already applied
@@ -36,6 +45,8 @@ struct GenerationRequest {
   int32_t top_logprobs = 0;         // 0..kMaxTopLogprobs alternatives per token (needs logprobs)
   RequestClass request_class = RequestClass::kInteractive;
   std::optional<Clock::time_point> deadline;  // past it: finished with deadline_exceeded
+  // Set: embed the prompt instead of generating (max_tokens, sampling, stop, logprobs unused).
+  std::optional<EmbeddingSpec> embedding;
 };
 
 enum class FinishReason : uint8_t { kStop, kLength, kCancelled, kError };
@@ -73,6 +84,7 @@ struct GenerationEvent {
   std::optional<size_t> matched_stop;  // index into GenerationRequest::stop
   Usage usage;
   Timings timings;
+  std::vector<float> embedding;  // an embedding request's vector (n_embd floats), finish kStop
 };
 
 }  // namespace synapse::serve

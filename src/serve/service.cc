@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "encoder/pooling.h"
 #include "runtime/engine.h"
 #include "sample/sampler.h"
 #include "sample/stop_matcher.h"
@@ -70,6 +71,9 @@ struct Service::Job {
   std::vector<int32_t> generated;
   size_t fed = 0;        // generated tokens in the KV
   int32_t pending = -1;  // sampled, fed in the next step
+  // Embedding requests: the mean so far (kMean) or the last row (kLast), across prompt chunks.
+  std::optional<MeanPoolAccumulator> mean;
+  std::vector<float> last_hidden;
 };
 
 struct Service::LoopState {
@@ -103,6 +107,7 @@ Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, Ser
       config_(std::move(config)),
       n_ctx_(model.n_ctx()),
       n_vocab_(model.n_vocab()),
+      n_embd_(model.n_embd()),
       wakeup_(std::make_shared<LoopWakeup>()),
       scheduler_(config_.scheduler) {
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
@@ -148,7 +153,14 @@ Result<std::shared_ptr<RequestHandle>> Service::submit(GenerationRequest request
                              " tokens, the context holds " + std::to_string(n_ctx_),
                          ErrorWhere{.field = "prompt"}));
   }
-  if (request.max_tokens <= 0) {
+  if (request.embedding && request.embedding->pooling != PoolingType::kLast &&
+      request.embedding->pooling != PoolingType::kMean) {
+    return refuse(Status(ErrorCode::kInvalidArgument,
+                         "an embedding request pools with last or mean, not " +
+                             std::string(pooling_type_name(request.embedding->pooling)),
+                         ErrorWhere{.field = "pooling"}));
+  }
+  if (request.max_tokens <= 0 && !request.embedding) {
     return refuse(Status(ErrorCode::kInvalidArgument, "max_tokens must be positive",
                          ErrorWhere{.field = "max_tokens"}));
   }
@@ -314,6 +326,14 @@ void Service::start_job(Job& job) {
   LoopState& s = *state_;
   job.queued_ms = ms_between(job.submitted, Clock::now());
   const std::vector<int32_t>& prompt = job.request.prompt;
+  if (job.request.embedding) {
+    // Every prompt row's hidden state may be pooled: no prefix reuse.
+    job.sequence = s.engine.new_sequence();
+    job.has_sequence = true;
+    if (job.request.embedding->pooling == PoolingType::kMean) job.mean.emplace(n_embd_);
+    metrics_.add_prompt_tokens(prompt.size(), 0);
+    return;
+  }
   const std::optional<PrefixCache::Match> match =
       s.cache.longest_match(prompt, std::max<size_t>(config_.min_prefix_reuse_tokens, 1));
   // Keep at least one prompt token to run: its logits give the first generated token.
@@ -371,8 +391,9 @@ bool Service::run_step() {
   s.inputs.clear();
   s.slots.clear();
   size_t pages_needed = 0;
-  auto add = [&](Job* job, std::span<const int32_t> tokens, LogitsWanted logits, bool decode) {
-    s.inputs.push_back(StepInput{job->sequence, tokens, logits});
+  auto add = [&](Job* job, std::span<const int32_t> tokens, LogitsWanted logits, bool decode,
+                 LogitsWanted hidden = LogitsWanted::kNone) {
+    s.inputs.push_back(StepInput{job->sequence, tokens, logits, hidden});
     s.slots.push_back(LoopState::Slot{job, tokens.size(), decode});
     const size_t n = s.engine.n_tokens(job->sequence);
     pages_needed += pages_for(n + tokens.size(), config_.page_tokens) -
@@ -400,8 +421,17 @@ bool Service::run_step() {
     if (job->request.request_class != prefill_class) continue;
     if (job->pending >= 0 || left == 0 || budget == 0) continue;
     const size_t take = std::min(left, budget);
-    add(job, std::span(job->request.prompt).subspan(job->prompt_done, take),
-        take == left ? LogitsWanted::kLast : LogitsWanted::kNone, false);
+    const std::span<const int32_t> chunk =
+        std::span(job->request.prompt).subspan(job->prompt_done, take);
+    if (job->request.embedding) {
+      // Prefill only: the hidden rows it pools instead of logits.
+      add(job, chunk, LogitsWanted::kNone, false,
+          job->mean      ? LogitsWanted::kAll
+          : take == left ? LogitsWanted::kLast
+                         : LogitsWanted::kNone);
+    } else {
+      add(job, chunk, take == left ? LogitsWanted::kLast : LogitsWanted::kNone, false);
+    }
     budget -= take;
   }
   if (s.inputs.empty()) return false;
@@ -444,7 +474,14 @@ bool Service::run_step() {
     } else {
       job.prompt_done += slot.n_tokens;
     }
-    if (s.inputs[i].logits != LogitsWanted::kNone) sample_and_emit(job, s.out.last(i));
+    if (job.request.embedding) {
+      // Prompt work is the whole of an embedding's cost: it counts toward the class's fair
+      // share and the quantum, so bulk embedding yields to waiting interactive requests.
+      s.charges.emplace_back(job.ticket, slot.n_tokens);
+      pool_and_emit(job, s.out.hidden_rows(i));
+    } else if (s.inputs[i].logits != LogitsWanted::kNone) {
+      sample_and_emit(job, s.out.last(i));
+    }
   }
   metrics_.observe_step(s.slots.size(), rows,
                         std::chrono::duration<double>(Clock::now() - started).count());
@@ -507,12 +544,34 @@ void Service::sample_and_emit(Job& job, std::span<const float> logits) {
   job.handle->push(std::move(event));
 }
 
+void Service::pool_and_emit(Job& job, std::span<const float> hidden_rows) {
+  if (job.mean) {
+    job.mean->add(hidden_rows.data(), hidden_rows.size() / n_embd_);
+  } else if (!hidden_rows.empty()) {
+    job.last_hidden.assign(hidden_rows.end() - n_embd_, hidden_rows.end());
+  }
+  if (job.prompt_done < job.request.prompt.size()) return;
+  GenerationEvent event;
+  event.step = state_->step;
+  if (job.mean) {
+    event.embedding.resize(n_embd_);
+    job.mean->finish(event.embedding.data());
+  } else {
+    event.embedding = std::move(job.last_hidden);
+  }
+  if (job.request.embedding->normalize) l2_normalize(event.embedding.data(), n_embd_);
+  finish(job, event, FinishReason::kStop);
+}
+
 void Service::release_sequence(Job& job, bool keep_in_cache) {
   LoopState& s = *state_;
   if (!job.has_sequence) return;
   job.has_sequence = false;
   const std::vector<int32_t>& prompt = job.request.prompt;
-  if (keep_in_cache && config_.max_cached_sequences > 0 && job.prompt_done == prompt.size()) {
+  // Embedding prompts stay out of the prefix cache: bulk embedding would evict the prefixes
+  // that generation reuses.
+  if (keep_in_cache && !job.request.embedding && config_.max_cached_sequences > 0 &&
+      job.prompt_done == prompt.size()) {
     std::vector<int32_t> tokens(prompt);
     tokens.insert(tokens.end(), job.generated.begin(),
                   job.generated.begin() + static_cast<std::ptrdiff_t>(job.fed));

@@ -81,9 +81,12 @@ class Service {
   Service& operator=(const Service&) = delete;
 
   // Validates and enqueues. Errors, all immediate: invalid_argument (field named: "prompt",
-  // "max_tokens", "top_logprobs", "eog_tokens", sampling fields, "stop"), limit_exceeded (field
-  // "prompt": longer than the context), queue_full (transient, HTTP 429: answer with
-  // Retry-After: retry_after_s()), unavailable (shutting down, HTTP 503).
+  // "max_tokens", "top_logprobs", "eog_tokens", sampling fields, "stop", "pooling"),
+  // limit_exceeded (field "prompt": longer than the context), queue_full (transient, HTTP 429:
+  // answer with Retry-After: retry_after_s()), unavailable (shutting down, HTTP 503).
+  // An embedding request (request.embedding) is scheduled like a generation of its class: its
+  // prompt chunks count toward the class's share and quantum, it never uses or fills the prefix
+  // cache, and its one final event carries the vector.
   Result<std::shared_ptr<RequestHandle>> submit(GenerationRequest request);
 
   // Seconds a refused client should wait before retrying (1..60), from the queue depth and the
@@ -98,6 +101,8 @@ class Service {
   ServiceStats stats() const;
   std::string render_prometheus() const { return metrics_.render_prometheus(); }
   uint32_t n_ctx() const { return n_ctx_; }
+  uint32_t n_embd() const { return n_embd_; }
+  uint32_t n_vocab() const { return n_vocab_; }
 
  private:
   struct Job;
@@ -110,6 +115,8 @@ class Service {
   bool run_step();
   void make_room(size_t pages_needed);
   void sample_and_emit(Job& job, std::span<const float> logits);
+  // An embedding job's hidden rows of this step; finishes it once its prompt has run.
+  void pool_and_emit(Job& job, std::span<const float> hidden_rows);
   void finish(Job& job, GenerationEvent& event, FinishReason reason, Status error = {});
   void release_sequence(Job& job, bool keep_in_cache);
   void publish_stats();
@@ -118,6 +125,7 @@ class Service {
   ServiceConfig config_;
   uint32_t n_ctx_ = 0;
   uint32_t n_vocab_ = 0;
+  uint32_t n_embd_ = 0;
   std::shared_ptr<LoopWakeup> wakeup_;
   ServiceMetrics metrics_;
 

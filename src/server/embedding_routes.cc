@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/embedding_routes.h"
 
+#include <httplib.h>
+
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "api/api_error.h"
+#include "encoder/decoder_embedder.h"
 #include "server/connection_probe.h"
+#include "server/inference_routes.h"
 
 namespace synapse::server {
 namespace {
@@ -39,8 +44,8 @@ Status api_status(const Status& s) {
   return Status(ErrorCode::kInvalidValue, s.message(), s.where());
 }
 
-Result<Json> parse_object(const std::string& body) {
-  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+Result<Json> parse_object(std::string_view body) {
+  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Status(ErrorCode::kInvalidJson, "the body is not valid JSON");
   if (!j.is_object()) return Status(ErrorCode::kInvalidJson, "the body must be a JSON object");
   return j;
@@ -189,86 +194,229 @@ Json embedding_json(const EmbedResult& r, const EmbeddingItem& item, bool b64) {
   return rows;
 }
 
+// What /v1/embeddings reads besides the model: the inputs and options (as an EmbeddingJob, which
+// the BERT executor takes as it is), the encoding and the scheduling class.
+struct EmbeddingsBody {
+  serve::EmbeddingJob job;
+  bool base64 = false;
+  std::optional<serve::RequestClass> priority;
+};
+
+Result<EmbeddingsBody> parse_embeddings_body(const Json& body, size_t n_embd) {
+  EmbeddingsBody out;
+  SYN_RETURN_IF_ERROR(parse_input(body, out.job));
+  if (const auto it = body.find("encoding_format"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return field_error(ErrorCode::kInvalidType, "encoding_format",
+                         "must be \"float\" or \"base64\"");
+    }
+    const std::string format = it->get<std::string>();
+    if (format != "float" && format != "base64") {
+      return field_error(ErrorCode::kInvalidValue, "encoding_format",
+                         "must be \"float\" or \"base64\", not '" + format + "'");
+    }
+    out.base64 = format == "base64";
+  }
+  if (const auto it = body.find("dimensions"); it != body.end() && !it->is_null()) {
+    if (!it->is_number_integer()) {
+      return field_error(ErrorCode::kInvalidType, "dimensions", "must be an integer");
+    }
+    if (it->get<int64_t>() != static_cast<int64_t>(n_embd)) {
+      return field_error(ErrorCode::kUnsupportedParameter, "dimensions",
+                         "this model's embeddings have " + std::to_string(n_embd) +
+                             " dimensions; shortening them is not supported");
+    }
+  }
+  if (const auto it = body.find("pooling"); it != body.end() && !it->is_null()) {
+    const std::optional<PoolingType> pooling =
+        it->is_string() ? pooling_type_from_name(it->get<std::string>()) : std::nullopt;
+    if (!pooling || *pooling == PoolingType::kRank) {
+      return field_error(it->is_string() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
+                         "pooling", "must be \"mean\", \"cls\", \"last\" or \"none\"");
+    }
+    out.job.options.pooling = pooling;
+  }
+  if (const auto it = body.find("priority"); it != body.end() && !it->is_null()) {
+    out.priority =
+        it->is_string() ? serve::request_class_from_name(it->get<std::string>()) : std::nullopt;
+    if (!out.priority) {
+      return field_error(it->is_string() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
+                         "priority", "must be 'interactive', 'batch' or 'background'");
+    }
+  }
+  SYN_ASSIGN_OR_RETURN(out.job.options.normalize, optional_bool(body, "normalize", true));
+  SYN_ASSIGN_OR_RETURN(out.job.options.truncate, optional_bool(body, "truncate", false));
+  return out;
+}
+
+std::string embeddings_response(const EmbedResult& r, bool b64, const std::string& model_id) {
+  Json data = Json::array();
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    data.push_back(
+        {{"object", "embedding"}, {"index", i}, {"embedding", embedding_json(r, r.items[i], b64)}});
+  }
+  const Json out = {
+      {"object", "list"},
+      {"data", std::move(data)},
+      {"model", model_id},
+      {"usage", {{"prompt_tokens", r.prompt_tokens}, {"total_tokens", r.prompt_tokens}}}};
+  return out.dump();
+}
+
+// The body's "priority" when it names a class, else "" (the header or the default decides;
+// run_embeddings_request reports a bad value).
+std::string body_priority(std::string_view body) {
+  const Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "";
+  const auto it = j.find("priority");
+  if (it == j.end() || !it->is_string()) return "";
+  const std::string name = it->get<std::string>();
+  return serve::request_class_from_name(name) ? name : "";
+}
+
+Status cancelled_by_caller() {
+  return Status(ErrorCode::kCancelled, "the embedding request was cancelled by its caller");
+}
+
+Result<EmbedResult> run_on_encoder(const Embeddings& bert, serve::EmbeddingJob job,
+                                   const std::function<bool()>& cancelled) {
+  SYN_ASSIGN_OR_RETURN(std::shared_ptr<serve::EmbeddingTicket> ticket,
+                       bert.service->submit(std::move(job)));
+  while (!ticket->wait_for(kPollInterval)) {
+    if (cancelled && cancelled()) {
+      ticket->cancel();  // skipped if it has not started
+      return cancelled_by_caller();
+    }
+  }
+  if (!ticket->status().ok()) return api_status(ticket->status());
+  return std::move(ticket->embed());
+}
+
+// Inputs of one request submitted to the Service at a time: enough to fill the engine's slots,
+// few enough that one long input list does not take its class's whole admission queue (the
+// others are submitted as these finish).
+constexpr size_t kMaxInputsInFlight = 16;
+
+// Each input is one prefill-only GenerationRequest of the job's class; their vectors come back
+// in the final events.
+Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::EmbeddingJob& job,
+                                   const std::function<bool()>& cancelled) {
+  Result<PoolingType> pooling = decoder_embedding_pooling(
+      decoder.embedding_pooling, job.options.pooling, /*allow_none=*/false);
+  if (!pooling.ok()) {
+    return field_error(ErrorCode::kUnsupportedParameter, "pooling",
+                       std::string(pooling.status().message()));
+  }
+  serve::Service& service = *decoder.service;
+  const bool text = job.kind == serve::EmbeddingJob::Kind::kEmbedText;
+  const size_t n = text ? job.texts.size() : job.tokens.size();
+  std::vector<std::vector<int32_t>> prompts(n);
+  EmbedResult result;
+  result.n_embd = service.n_embd();
+  result.pooling = *pooling;
+  result.items.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    prompts[i] = text ? decoder_embedding_tokens(*decoder.tokenizer, job.texts[i]) : job.tokens[i];
+    Result<bool> truncated = fit_decoder_input(prompts[i], i, service.n_vocab(), service.n_ctx(),
+                                               job.options.truncate, decoder.appended_eos);
+    if (!truncated.ok()) return api_status(truncated.status());
+    result.items[i].truncated = *truncated;
+    result.items[i].n_tokens = prompts[i].size();
+    result.prompt_tokens += prompts[i].size();
+  }
+  std::deque<std::pair<size_t, std::shared_ptr<serve::RequestHandle>>> in_flight;
+  const auto give_up = [&](Status status) {
+    for (auto& [index, handle] : in_flight) handle->cancel();
+    return status;
+  };
+  size_t next = 0;
+  while (next < n || !in_flight.empty()) {
+    while (next < n && in_flight.size() < kMaxInputsInFlight) {
+      serve::GenerationRequest request;
+      request.id = "embedding-" + std::to_string(next);
+      request.prompt = std::move(prompts[next]);
+      request.embedding =
+          serve::EmbeddingSpec{.pooling = *pooling, .normalize = job.options.normalize};
+      request.request_class = job.request_class;
+      Result<std::shared_ptr<serve::RequestHandle>> handle = service.submit(std::move(request));
+      if (!handle.ok()) return give_up(api_status(handle.status()));
+      in_flight.emplace_back(next++, std::move(*handle));
+    }
+    // The oldest input first: its vector goes to its own index whatever the order of finishing.
+    serve::GenerationEvent event;
+    const auto wait = in_flight.front().second->next_for(event, kPollInterval);
+    if (wait == serve::RequestHandle::Wait::kTimeout) {
+      if (cancelled && cancelled()) return give_up(cancelled_by_caller());
+      continue;
+    }
+    if (wait == serve::RequestHandle::Wait::kFinished) {
+      // Unreachable: a handle leaves in_flight with its final event.
+      return give_up(Status(ErrorCode::kInternal, "an embedding request ended without a result"));
+    }
+    if (!event.final) continue;
+    if (event.finish_reason != serve::FinishReason::kStop) {
+      return give_up(event.error.ok() ? cancelled_by_caller() : api_status(event.error));
+    }
+    result.items[in_flight.front().first].values = std::move(event.embedding);
+    in_flight.pop_front();
+  }
+  return result;
+}
+
+}  // namespace
+
+Result<std::string> run_embeddings_request(const Embeddings* bert, const Inference* decoder,
+                                           std::string_view body, serve::RequestClass request_class,
+                                           const std::function<bool()>& cancelled) {
+  SYN_CHECK((bert == nullptr) != (decoder == nullptr), "one embedding backend");
+  SYN_ASSIGN_OR_RETURN(const Json parsed, parse_object(body));
+  const std::string& model_id = bert != nullptr ? bert->model_id : decoder->model_id;
+  SYN_RETURN_IF_ERROR(check_model(parsed, model_id));
+  const size_t n_embd = bert != nullptr ? bert->service->n_embd() : decoder->service->n_embd();
+  SYN_ASSIGN_OR_RETURN(EmbeddingsBody request, parse_embeddings_body(parsed, n_embd));
+  request.job.request_class = request_class;
+  Result<EmbedResult> result = bert != nullptr
+                                   ? run_on_encoder(*bert, std::move(request.job), cancelled)
+                                   : run_on_decoder(*decoder, request.job, cancelled);
+  if (!result.ok()) return std::move(result).take_status();
+  return embeddings_response(*result, request.base64, model_id);
+}
+
+namespace {
+
 class Routes {
  public:
-  Routes(const Embeddings& embeddings, const api::RequestLimits& limits)
-      : emb_(embeddings), limits_(limits) {}
+  Routes(const Embeddings* bert, const Inference* decoder, const api::RequestLimits& limits)
+      : bert_(bert), decoder_(decoder), limits_(limits) {}
 
   void embeddings(const httplib::Request& req, httplib::Response& res) const {
-    Result<Json> parsed = parse_object(req.body);
-    if (!parsed.ok()) return send_error(res, parsed.status());
-    const Json& body = *parsed;
-    if (Status s = check_model(body, emb_.model_id); !s.ok()) return send_error(res, s);
-    serve::EmbeddingJob job;
-    if (Status s = parse_input(body, job); !s.ok()) return send_error(res, s);
-    bool b64 = false;
-    if (const auto it = body.find("encoding_format"); it != body.end() && !it->is_null()) {
-      if (!it->is_string()) {
-        return send_error(res, field_error(ErrorCode::kInvalidType, "encoding_format",
-                                           "must be \"float\" or \"base64\""));
-      }
-      const std::string format = it->get<std::string>();
-      if (format != "float" && format != "base64") {
-        return send_error(res,
-                          field_error(ErrorCode::kInvalidValue, "encoding_format",
-                                      "must be \"float\" or \"base64\", not '" + format + "'"));
-      }
-      b64 = format == "base64";
+    Result<serve::RequestClass> c = request_class(body_priority(req.body), req);
+    if (!c.ok()) return send_error(res, c.status());
+    ConnectionProbe probe(req.remote_addr, req.remote_port, req.local_port);
+    Result<std::string> body = run_embeddings_request(bert_, decoder_, req.body, *c,
+                                                      [&probe] { return probe.peer_closed(); });
+    if (body.ok()) return res.set_content(*body, std::string(kJson));
+    const Status& s = body.status();
+    if (s.code() == ErrorCode::kCancelled) {
+      res.status = kClientClosedRequest;
+      return;
     }
-    if (const auto it = body.find("dimensions"); it != body.end() && !it->is_null()) {
-      if (!it->is_number_integer()) {
-        return send_error(res,
-                          field_error(ErrorCode::kInvalidType, "dimensions", "must be an integer"));
-      }
-      if (it->get<int64_t>() != static_cast<int64_t>(emb_.service->n_embd())) {
-        return send_error(res, field_error(ErrorCode::kUnsupportedParameter, "dimensions",
-                                           "this model's embeddings have " +
-                                               std::to_string(emb_.service->n_embd()) +
-                                               " dimensions; shortening them is not supported"));
-      }
+    std::optional<uint32_t> retry_s;
+    if (s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable) {
+      retry_s =
+          bert_ != nullptr ? bert_->service->retry_after_s() : decoder_->service->retry_after_s(*c);
     }
-    if (const auto it = body.find("pooling"); it != body.end() && !it->is_null()) {
-      const std::optional<PoolingType> pooling =
-          it->is_string() ? pooling_type_from_name(it->get<std::string>()) : std::nullopt;
-      if (!pooling || *pooling == PoolingType::kRank) {
-        return send_error(
-            res, field_error(it->is_string() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
-                             "pooling", "must be \"mean\", \"cls\", \"last\" or \"none\""));
-      }
-      job.options.pooling = pooling;
-    }
-    Result<bool> normalize = optional_bool(body, "normalize", true);
-    if (!normalize.ok()) return send_error(res, normalize.status());
-    Result<bool> truncate = optional_bool(body, "truncate", false);
-    if (!truncate.ok()) return send_error(res, truncate.status());
-    job.options.normalize = *normalize;
-    job.options.truncate = *truncate;
-
-    std::shared_ptr<serve::EmbeddingTicket> ticket;
-    if (!submit_and_wait(std::move(job), req, res, ticket)) return;
-    const EmbedResult& r = ticket->embed();
-    Json data = Json::array();
-    for (size_t i = 0; i < r.items.size(); ++i) {
-      data.push_back({{"object", "embedding"},
-                      {"index", i},
-                      {"embedding", embedding_json(r, r.items[i], b64)}});
-    }
-    const Json out = {
-        {"object", "list"},
-        {"data", std::move(data)},
-        {"model", emb_.model_id},
-        {"usage", {{"prompt_tokens", r.prompt_tokens}, {"total_tokens", r.prompt_tokens}}}};
-    res.set_content(out.dump(), std::string(kJson));
+    send_error(res, s, retry_s);
   }
 
   void rerank(const httplib::Request& req, httplib::Response& res) const {
     Result<Json> parsed = parse_object(req.body);
     if (!parsed.ok()) return send_error(res, parsed.status());
     const Json& body = *parsed;
-    if (Status s = check_model(body, emb_.model_id); !s.ok()) return send_error(res, s);
-    if (!emb_.service->can_rerank()) {
+    if (Status s = check_model(body, bert_->model_id); !s.ok()) return send_error(res, s);
+    if (!bert_->service->can_rerank()) {
       return send_error(res, field_error(ErrorCode::kUnsupportedParameter, "model",
-                                         "the model '" + emb_.model_id +
+                                         "the model '" + bert_->model_id +
                                              "' has no classification head; it cannot rerank "
                                              "(use /v1/embeddings)"));
     }
@@ -342,7 +490,7 @@ class Routes {
     }
     const Json out = {
         {"object", "list"},
-        {"model", emb_.model_id},
+        {"model", bert_->model_id},
         {"results", std::move(results)},
         {"usage", {{"prompt_tokens", r.prompt_tokens}, {"total_tokens", r.prompt_tokens}}}};
     res.set_content(out.dump(), std::string(kJson));
@@ -353,7 +501,7 @@ class Routes {
   // was answered instead.
   bool submit_and_wait(serve::EmbeddingJob job, const httplib::Request& req, httplib::Response& res,
                        std::shared_ptr<serve::EmbeddingTicket>& ticket) const {
-    serve::EmbeddingService& service = *emb_.service;
+    serve::EmbeddingService& service = *bert_->service;
     Result<std::shared_ptr<serve::EmbeddingTicket>> submitted = service.submit(std::move(job));
     if (!submitted.ok()) {
       const Status& s = submitted.status();
@@ -377,18 +525,20 @@ class Routes {
     return true;
   }
 
-  const Embeddings& emb_;
+  const Embeddings* bert_;
+  const Inference* decoder_;
   const api::RequestLimits limits_;
 };
 
 }  // namespace
 
-void add_embedding_routes(httplib::Server& http, const Embeddings& embeddings,
+void add_embedding_routes(httplib::Server& http, const Embeddings* bert, const Inference* decoder,
                           const api::RequestLimits& limits) {
-  auto routes = std::make_shared<const Routes>(embeddings, limits);
+  auto routes = std::make_shared<const Routes>(bert, decoder, limits);
   http.Post("/v1/embeddings", [routes](const httplib::Request& req, httplib::Response& res) {
     routes->embeddings(req, res);
   });
+  if (bert == nullptr) return;  // a decoder does not rerank (add_wrong_model_routes says so)
   for (const char* path : {"/v1/rerank", "/rerank"}) {
     http.Post(path, [routes](const httplib::Request& req, httplib::Response& res) {
       routes->rerank(req, res);
@@ -402,7 +552,7 @@ void add_wrong_model_routes(httplib::Server& http, const std::string& model_id, 
                        "' is an embedding model; this server answers /v1/embeddings and "
                        "/v1/rerank, not text generation"
                  : "the model '" + model_id +
-                       "' generates text; embeddings and rerank need an encoder (BERT-family) "
+                       "' generates text; rerank needs an encoder (BERT-family) cross-encoder "
                        "model served on its own";
   auto handler = [message](const httplib::Request&, httplib::Response& res) {
     send_error(res, field_error(ErrorCode::kUnsupportedParameter, "model", message));
@@ -410,7 +560,7 @@ void add_wrong_model_routes(httplib::Server& http, const std::string& model_id, 
   if (generation) {
     for (const char* path : {"/v1/completions", "/v1/chat/completions"}) http.Post(path, handler);
   } else {
-    for (const char* path : {"/v1/embeddings", "/v1/rerank", "/rerank"}) http.Post(path, handler);
+    for (const char* path : {"/v1/rerank", "/rerank"}) http.Post(path, handler);
   }
 }
 

@@ -101,12 +101,13 @@ Status HttpServer::start() {
     api::RequestLimits limits;
     limits.max_body_bytes = options_.max_body_bytes;
     add_inference_routes(http, *inference, limits);
+    add_embedding_routes(http, nullptr, inference, limits);
     add_wrong_model_routes(http, inference->model_id, /*generation=*/false);
   }
   if (options_.embeddings != nullptr) {
     api::RequestLimits limits;
     limits.max_body_bytes = options_.max_body_bytes;
-    add_embedding_routes(http, *options_.embeddings, limits);
+    add_embedding_routes(http, options_.embeddings, nullptr, limits);
     add_wrong_model_routes(http, options_.embeddings->model_id, /*generation=*/true);
   }
   if (options_.jobs != nullptr && options_.jobs->store != nullptr) {

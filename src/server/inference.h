@@ -27,10 +27,15 @@ struct Inference {
   std::string bos_token;  // the template's bos_token / eos_token variables
   std::string eos_token;
   int32_t default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+  // /v1/embeddings on this decoder: its default pooling (<arch>.pooling_type, else last) and
+  // the end-of-sequence id its tokenizer appends (kept when an input is truncated).
+  PoolingType embedding_pooling = PoolingType::kLast;
+  std::optional<int32_t> appended_eos;
 };
 
-// What the embedding routes need: the executor that owns the encoder model, and the served
-// model's id. Built by `synapse serve` for a BERT-family model; it must outlive the server.
+// What the embedding routes need for a BERT-family model: the executor that owns the encoder
+// model, and the served model's id. Built by `synapse serve`; it must outlive the server. (A
+// decoder model embeds through its Inference: the same Service as generation.)
 struct Embeddings {
   serve::EmbeddingService* service = nullptr;
   std::string model_id;

@@ -55,19 +55,6 @@ std::string new_id(std::string_view prefix) {
   return std::string(prefix) + buf;
 }
 
-// The scheduling class: the body's "priority", else the X-Synapse-Class header, else
-// interactive.
-Result<serve::RequestClass> request_class(const std::string& priority,
-                                          const httplib::Request& req) {
-  if (!priority.empty()) return *serve::request_class_from_name(priority);
-  if (!req.has_header(kClassHeader)) return serve::RequestClass::kInteractive;
-  const std::string name = req.get_header_value(kClassHeader);
-  if (auto c = serve::request_class_from_name(name)) return *c;
-  return Status(ErrorCode::kInvalidValue,
-                std::string(kClassHeader) + " must be 'interactive', 'batch' or 'background'",
-                ErrorWhere{.field = kClassHeader});
-}
-
 // OpenAI's sampling fields onto the sampler's. OpenAI's penalties count every generated token,
 // so the penalty window is unbounded when one is set.
 SamplingParams sampler_params(const api::SamplingParams& s) {
@@ -511,6 +498,17 @@ class Routes {
 };
 
 }  // namespace
+
+Result<serve::RequestClass> request_class(const std::string& priority,
+                                          const httplib::Request& req) {
+  if (!priority.empty()) return *serve::request_class_from_name(priority);
+  if (!req.has_header(kClassHeader)) return serve::RequestClass::kInteractive;
+  const std::string name = req.get_header_value(kClassHeader);
+  if (auto c = serve::request_class_from_name(name)) return *c;
+  return Status(ErrorCode::kInvalidValue,
+                std::string(kClassHeader) + " must be 'interactive', 'batch' or 'background'",
+                ErrorWhere{.field = kClassHeader});
+}
 
 Result<std::string> run_generation_request(const Inference& inference, std::string_view url,
                                            std::string_view body, serve::RequestClass request_class,

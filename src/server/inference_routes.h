@@ -15,4 +15,8 @@ namespace synapse::server {
 void add_inference_routes(httplib::Server& http, const Inference& inference,
                           const api::RequestLimits& limits);
 
+// The scheduling class of a request: the body's "priority" (already checked) when not empty,
+// else the X-Synapse-Class header, else interactive. invalid_value for a bad header.
+Result<serve::RequestClass> request_class(const std::string& priority, const httplib::Request& req);
+
 }  // namespace synapse::server

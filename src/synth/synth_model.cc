@@ -165,16 +165,16 @@ Result<HParams> build_hparams(const Architecture& arch, const SynthOptions& o, u
   if (hp.rope_layout != RopeLayout::kNone) hp.n_rot = hp.head_dim_k;
   if (o.rope_freq_base) hp.rope_freq_base = *o.rope_freq_base;
   if (o.norm_eps) hp.norm_eps = *o.norm_eps;
-  if (o.classifier_labels > 0 || o.pooling) {
+  if (o.classifier_labels > 0) {
     if (arch.kind() != ModelKind::kEncoder) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "--pooling and --classifier-labels apply to encoders (bert)",
+      return Status(ErrorCode::kInvalidArgument, "--classifier-labels applies to encoders (bert)",
                     ErrorWhere{.field = "--arch"});
     }
     hp.n_cls_out = o.classifier_labels;
-    if (o.classifier_labels > 0) hp.pooling = PoolingType::kRank;
-    if (o.pooling) hp.pooling = *o.pooling;
+    hp.pooling = PoolingType::kRank;
   }
+  // Decoders write <arch>.pooling_type too (when it is not their default, last).
+  if (o.pooling) hp.pooling = *o.pooling;
   if (o.head_dim == 0 && o.n_embd % o.n_head != 0) {
     return Status(ErrorCode::kInvalidArgument,
                   "--n-embd must be a multiple of --n-head (or give --head-dim)");

@@ -32,8 +32,9 @@ struct SynthOptions {
   std::optional<float> rope_freq_base;  // default per architecture
   std::optional<float> norm_eps;
   std::optional<bool> tied_output;  // default: untied for llama, tied for qwen2/qwen3
-  // Encoders: the pooling type written to the metadata (default mean; rank with a classifier),
-  // and a classification head (cls.* tensors, a cross-encoder reranker) with this many outputs.
+  // The pooling type written to the metadata (encoders: default mean, rank with a classifier;
+  // decoders: default last), and for encoders a classification head (cls.* tensors, a cross-encoder
+  // reranker) with this many outputs.
   std::optional<PoolingType> pooling;
   uint32_t classifier_labels = 0;
   // Tensor types by role; vectors (norms, biases) are always F32.

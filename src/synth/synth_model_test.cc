@@ -225,7 +225,8 @@ TEST(SynthModel, BertWithClassificationHead) {
   ASSERT_NE(out, nullptr);
   EXPECT_EQ(out->dims[1], 2u);
   EXPECT_NE(file->tensor_view("cls.weight"), nullptr);
-  // Without labels the head is left out; encoder options on a decoder are refused.
+  // Without labels the head is left out; a classification head on a decoder is refused, a
+  // pooling type is written (decoders embed too).
   o.classifier_labels = 0;
   o.pooling = PoolingType::kCls;
   ASSERT_TRUE(synthesize_model(o, dir.file("emb.gguf")).ok());
@@ -233,7 +234,17 @@ TEST(SynthModel, BertWithClassificationHead) {
   EXPECT_EQ(emb->tensor_view("cls.output.weight"), nullptr);
   EXPECT_EQ(read_model_hparams(emb->metadata())->pooling, PoolingType::kCls);
   o.arch = "llama";
-  EXPECT_EQ(synthesize_model(o, dir.file("llama.gguf")).code(), ErrorCode::kInvalidArgument);
+  o.pooling = PoolingType::kMean;
+  ASSERT_TRUE(synthesize_model(o, dir.file("llama.gguf")).ok());
+  const Result<GgufFile> llama = GgufFile::open(dir.file("llama.gguf"));
+  EXPECT_EQ(read_model_hparams(llama->metadata())->pooling, PoolingType::kMean);
+  o.pooling.reset();
+  ASSERT_TRUE(synthesize_model(o, dir.file("llama-last.gguf")).ok());
+  const Result<GgufFile> last = GgufFile::open(dir.file("llama-last.gguf"));
+  EXPECT_FALSE(last->metadata().contains("llama.pooling_type"));  // the default is not written
+  EXPECT_EQ(read_model_hparams(last->metadata())->pooling, PoolingType::kLast);
+  o.classifier_labels = 1;
+  EXPECT_EQ(synthesize_model(o, dir.file("llama-cls.gguf")).code(), ErrorCode::kInvalidArgument);
 }
 
 }  // namespace

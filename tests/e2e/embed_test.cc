@@ -123,9 +123,15 @@ TEST(EmbedCli, BadInput) {
   EXPECT_EQ(run_command(base).exit_code, 2);
   const std::string llama = dir.file("llama.gguf");
   synth("--arch llama", llama);
-  const auto decoder = run_command(synapse_cli() + " embed -m " + quote(llama) + " -p x");
-  EXPECT_EQ(decoder.exit_code, 1);
-  EXPECT_NE(decoder.stderr_text.find("unsupported"), std::string::npos) << decoder.stderr_text;
+  // A decoder embeds (last-token pooling by default), but CLS pooling needs an encoder.
+  const auto decoder =
+      run_command(synapse_cli() + " embed -m " + quote(llama) + " -p 'the cat' --json");
+  EXPECT_EQ(decoder.exit_code, 0) << decoder.stderr_text;
+  EXPECT_EQ(Json::parse(decoder.stdout_text)["data"][0]["embedding"].size(), 64u);
+  const auto cls = run_command(synapse_cli() + " embed -m " + quote(llama) + " -p x --pooling cls");
+  EXPECT_EQ(cls.exit_code, 1);
+  EXPECT_NE(cls.stderr_text.find("unsupported"), std::string::npos) << cls.stderr_text;
+  EXPECT_NE(cls.stderr_text.find("pooling"), std::string::npos) << cls.stderr_text;
 }
 
 TEST(RerankCli, OrderTopNAndErrors) {

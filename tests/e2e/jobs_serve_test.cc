@@ -193,6 +193,42 @@ TEST_F(JobsServeTest, ResultsEqualTheSameRequestsRunDirectly) {
   EXPECT_EQ(Json::parse(unknown.body)["error"]["code"], "job_not_found");
 }
 
+// /v1/embeddings items run through run_embeddings_request on the same engine loop: each result
+// is exactly the route's answer to the same body.
+TEST_F(JobsServeTest, EmbeddingItemsEqualTheRoute) {
+  auto server = start_server();
+  ASSERT_GT(server->port(), 0);
+  jobs::Submission s;
+  s.job_class = jobs::JobClass::kBackground;
+  for (int i = 0; i < 4; ++i) {
+    s.requests.push_back({.custom_id = "emb-" + std::to_string(i),
+                          .url = "/v1/embeddings",
+                          .body = Json{{"input", {kPrompts[i], kPrompts[i + 4]}},
+                                       {"pooling", i % 2 ? "mean" : "last"}}
+                                      .dump()});
+  }
+  const std::string id = submit(s);
+  ASSERT_TRUE(wait_all_terminal({id}, 60s)) << testing::read_file_text(log());
+  const jobs::JobInfo job = *store_->get_job(id);
+  EXPECT_EQ(job.state, jobs::JobState::kCompleted);
+  EXPECT_EQ(job.counts.succeeded, 4);
+  int lines = 0;
+  for (const auto& [number, jsonl] : pages(id)) {
+    std::istringstream in(jsonl);
+    for (std::string line; std::getline(in, line);) {
+      const Json result = Json::parse(line);
+      const int item = std::stoi(result["custom_id"].get<std::string>().substr(4));
+      const testing::HttpReply direct = http_request(server->port(), "POST", "/v1/embeddings",
+                                                     s.requests[static_cast<size_t>(item)].body);
+      ASSERT_EQ(direct.status, 200) << direct.body;
+      EXPECT_EQ(result["response"], Json::parse(direct.body)) << line;
+      EXPECT_EQ(result["response"]["data"].size(), 2u);
+      ++lines;
+    }
+  }
+  EXPECT_EQ(lines, 4);
+}
+
 TEST_F(JobsServeTest, BadItemsRecordTheirErrorAndTheJobGoesOn) {
   auto server = start_server();
   ASSERT_GT(server->port(), 0);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// End-to-end tests of `synapse serve` on BERT-family models: /v1/embeddings driven by the
-// official OpenAI SDK for Node (its default base64 encoding and explicit floats, compared with
-// `synapse embed --json`), /v1/rerank and /rerank with curl (order, top_n, return_documents),
-// every bad input with its stable code and field, and the wrong kind of model on either side.
+// End-to-end tests of `synapse serve` embeddings: /v1/embeddings on a BERT-family model and on a
+// decoder (through the generation engine loop) driven by the official OpenAI SDK for Node (its
+// default base64 encoding and explicit floats, compared with `synapse embed --json`), /v1/rerank
+// and /rerank with curl (order, top_n, return_documents), every bad input with its stable code
+// and field, and the wrong kind of model on either side.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -190,11 +191,13 @@ void expect_same_vectors(const Json& got, const Json& expected) {
 }
 
 class ServeEmbedTest : public ::testing::Test {
- protected:
+ public:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
     synth("--arch bert --n-ctx 16", dir_->file("bert.gguf"));
     synth("--arch bert --classifier-labels 1", dir_->file("reranker.gguf"));
+    synth("--arch qwen3 --n-embd 64 --n-ff 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ctx 32",
+          dir_->file("decoder.gguf"));
   }
   static void TearDownTestSuite() { delete dir_; }
 
@@ -225,7 +228,8 @@ testing::TempDir* ServeEmbedTest::dir_ = nullptr;
 
 const std::vector<std::string> kInputs = {"the cat sat", "a hat", "on the mat by the door"};
 
-TEST_F(ServeEmbedTest, OpenAiSdkForNode) {
+// The SDK against `model` served alone; its vectors are `synapse embed --json`'s.
+void check_with_openai_sdk(const std::string& model) {
   const char* npm_dir_env = std::getenv("SYNAPSE_NPM_DIR");
   const std::string npm_dir = npm_dir_env != nullptr ? npm_dir_env : SYNAPSE_NPM_DIR;
   std::string missing;
@@ -240,7 +244,7 @@ TEST_F(ServeEmbedTest, OpenAiSdkForNode) {
     if (testing::running_in_ci()) FAIL() << missing << " (required under CI=true)";
     GTEST_SKIP() << missing;
   }
-  auto server = start("bert.gguf");
+  auto server = ServeEmbedTest::start(model);
   ASSERT_GT(server->port(), 0);
   const auto r = run_command(
       "NODE_PATH=" + quote(npm_dir + "/node_modules") + " SYNAPSE_URL=" + server->url() +
@@ -249,7 +253,7 @@ TEST_F(ServeEmbedTest, OpenAiSdkForNode) {
   ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   const Json seen = Json::parse(r.stdout_text);
   EXPECT_EQ(seen["ok"], true);
-  const Json expected = cli_vectors("bert.gguf", kInputs);
+  const Json expected = ServeEmbedTest::cli_vectors(model, kInputs);
   expect_same_vectors(seen["default"], expected);
   expect_same_vectors(seen["float"], expected);
   const std::vector<float> first = decode_base64_floats(seen["base64_first"]);
@@ -257,6 +261,10 @@ TEST_F(ServeEmbedTest, OpenAiSdkForNode) {
   EXPECT_EQ(seen["error_code"], "invalid_value");
   EXPECT_EQ(server->stop(), 0);
 }
+
+TEST_F(ServeEmbedTest, OpenAiSdkForNode) { check_with_openai_sdk("bert.gguf"); }
+
+TEST_F(ServeEmbedTest, OpenAiSdkForNodeOnADecoder) { check_with_openai_sdk("decoder.gguf"); }
 
 TEST_F(ServeEmbedTest, EmbeddingsWithCurl) {
   auto server = start("bert.gguf");
@@ -439,13 +447,57 @@ TEST_F(ServeEmbedTest, RerankWithCurl) {
   EXPECT_EQ(server->stop(), 0);
 }
 
-TEST_F(ServeEmbedTest, GenerationModelRefusesEmbeddings) {
-  synth("--arch qwen2 --n-embd 64 --n-ff 128 --n-layer 2 --n-head 4 --n-head-kv 2",
-        dir_->file("tiny.gguf"));
-  auto server = start("tiny.gguf");
+// A decoder answers /v1/embeddings through its generation engine loop (last-token pooling by
+// default), the same bits as `synapse embed` (both open the model with the serving options),
+// whatever the class; it refuses what a causal model cannot do.
+TEST_F(ServeEmbedTest, DecoderModelServesEmbeddings) {
+  auto server = start("decoder.gguf", "--parallel 2");
   ASSERT_GT(server->port(), 0);
-  expect_error(post(*server, "/v1/embeddings", R"({"input": "hi"})"), "unsupported_parameter",
-               "model");
+  const auto embed = [&](const std::string& body) { return post(*server, "/v1/embeddings", body); };
+  const Json expected = cli_vectors("decoder.gguf", kInputs);
+  const Reply r = embed(Json{{"input", kInputs}, {"model", "m"}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["object"], "list");
+  EXPECT_EQ(r.body["model"], "m");
+  ASSERT_EQ(r.body["data"].size(), kInputs.size());
+  for (size_t i = 0; i < kInputs.size(); ++i) {
+    EXPECT_EQ(r.body["data"][i]["index"], i);
+    EXPECT_EQ(r.body["data"][i]["embedding"], expected[i]) << "input " << i;
+  }
+  EXPECT_GT(r.body["usage"]["prompt_tokens"].get<int>(), 0);
+  // The batch class (the body's priority) gives the same vectors.
+  const Reply batch = embed(Json{{"input", kInputs}, {"priority", "batch"}}.dump());
+  ASSERT_EQ(batch.status, 200) << batch.body.dump();
+  for (size_t i = 0; i < kInputs.size(); ++i) {
+    EXPECT_EQ(batch.body["data"][i]["embedding"], expected[i]) << "input " << i;
+  }
+  const Json mean = cli_vectors("decoder.gguf", {kInputs[0]}, " --pooling mean");
+  const Reply mean_reply = embed(Json{{"input", kInputs[0]}, {"pooling", "mean"}}.dump());
+  ASSERT_EQ(mean_reply.status, 200) << mean_reply.body.dump();
+  EXPECT_EQ(mean_reply.body["data"][0]["embedding"], mean[0]);
+  // Token ids and base64.
+  const Reply ids = embed(R"({"input": [[1, 2, 3], [4, 5]], "encoding_format": "base64"})");
+  ASSERT_EQ(ids.status, 200) << ids.body.dump();
+  EXPECT_EQ(ids.body["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(decode_base64_floats(ids.body["data"][1]["embedding"]).size(), 64u);
+
+  expect_error(embed(R"({"input": "a", "pooling": "cls"})"), "unsupported_parameter", "pooling");
+  expect_error(embed(R"({"input": "a", "pooling": "none"})"), "unsupported_parameter", "pooling");
+  expect_error(embed(R"({"input": "a", "priority": "urgent"})"), "invalid_value", "priority");
+  expect_error(embed(R"({"input": ["a", ""]})"), "invalid_value", "input[1]");
+  expect_error(embed(R"({"input": [1, 99999999]})"), "invalid_value", "input[0]");
+  expect_error(embed(R"({"input": "a", "dimensions": 7})"), "unsupported_parameter", "dimensions");
+  // The context holds 32 tokens; truncate cuts instead of failing.
+  const Json long_ids = std::vector<int>(40, 7);
+  expect_error(embed(Json{{"input", {{1, 2}, long_ids}}}.dump()), "context_length_exceeded",
+               "input[1]");
+  const Reply cut = embed(Json{{"input", long_ids}, {"truncate", true}}.dump());
+  EXPECT_EQ(cut.status, 200) << cut.body.dump();
+  EXPECT_EQ(cut.body["usage"]["prompt_tokens"], 32);
+  // Generation still works beside it; a decoder does not rerank.
+  const Reply completion =
+      post(*server, "/v1/completions", R"({"prompt": "the", "max_tokens": 3})");
+  EXPECT_EQ(completion.status, 200) << completion.body.dump();
   expect_error(post(*server, "/v1/rerank", R"({"query": "a", "documents": ["b"]})"),
                "unsupported_parameter", "model");
   EXPECT_EQ(server->stop(), 0);

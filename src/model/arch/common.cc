@@ -215,11 +215,26 @@ Status DecoderArchitecture::read_hparams(const GgufMetadata& md, HParams& hp) co
   SYN_RETURN_IF_ERROR(read_common_hparams(md, name(), hp));
   SYN_RETURN_IF_ERROR(read_rope_hparams(md, name(), hp));
   SYN_ASSIGN_OR_RETURN(hp.norm_eps, md.get_f32(arch_key(name(), gguf_key::kLayerNormRmsEps)));
+  // How the decoder embeds (synapse embed, /v1/embeddings): the file's <arch>.pooling_type as
+  // llama.cpp numbers it, else the last token (the Qwen3-Embedding recipe).
+  const std::string pooling_key = arch_key(name(), gguf_key::kPoolingType);
+  SYN_ASSIGN_OR_RETURN(const uint32_t pooling,
+                       md.get_u32_or(pooling_key, static_cast<uint32_t>(PoolingType::kLast)));
+  if (pooling > static_cast<uint32_t>(PoolingType::kRank)) {
+    return Status(ErrorCode::kBadValue, "unknown pooling type " + std::to_string(pooling),
+                  ErrorWhere{.key = pooling_key});
+  }
+  hp.pooling = static_cast<PoolingType>(pooling);
   return validate_hparams(hp);
 }
 
 Status DecoderArchitecture::write_hparams(const HParams& hp, GgufWriter& w) const {
   SYN_RETURN_IF_ERROR(write_common_hparams(hp, w));
+  // Written only when it is not the default, so generation models' metadata stays as it was.
+  if (hp.pooling != PoolingType::kLast) {
+    SYN_RETURN_IF_ERROR(
+        w.set_scalar(arch_key(name(), gguf_key::kPoolingType), static_cast<uint32_t>(hp.pooling)));
+  }
   return write_rope_hparams(hp, w);
 }
 
@@ -233,6 +248,7 @@ HParams DecoderArchitecture::synthetic_defaults() const {
   hp.rope_layout = traits_.rope_layout;
   hp.rope_freq_base = traits_.default_rope_freq_base;
   hp.norm_eps = 1e-6f;
+  hp.pooling = PoolingType::kLast;
   return hp;
 }
 
