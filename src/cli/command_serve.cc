@@ -63,6 +63,12 @@ std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
   return std::string(tok.token_text(id));
 }
 
+void print_jobs_line(const ServeJobs* jobs, const ServeJobsOptions& options) {
+  if (jobs == nullptr) return;
+  std::printf("synapse serve: durable jobs in %s (%zu worker%s)\n", jobs->database().c_str(),
+              options.workers, options.workers == 1 ? "" : "s");
+}
+
 // The stop signals, blocked in every thread: the main thread takes them with sigwait().
 sigset_t block_stop_signals() {
   sigset_t stop_signals;
@@ -113,8 +119,26 @@ int run_serve_embeddings(const ServeOptions& o) {
                          : static_cast<int>(std::min<size_t>(o.queue_limit + kSpareThreads, 1024));
   server_options.models = {{embeddings.model_id, std::time(nullptr), "synapse"}};
   server_options.embeddings = &embeddings;
+  // Job items run like the routes: /v1/embeddings only, on the executor's class-ordered queue.
+  Result<std::unique_ptr<ServeJobs>> jobs = ServeJobs::start(
+      o.jobs, [&embeddings](std::string_view url, std::string_view body, serve::RequestClass c,
+                            const std::function<bool()>& cancelled) -> Result<std::string> {
+        if (url != "/v1/embeddings") {
+          return Status(ErrorCode::kUnsupportedParameter,
+                        "this server serves an embedding model: /v1/embeddings, not " +
+                            std::string(url),
+                        ErrorWhere{.field = "url"});
+        }
+        return server::run_embeddings_request(&embeddings, nullptr, body, c, cancelled);
+      });
+  if (!jobs.ok()) {
+    service.shutdown();
+    return fail(jobs.status());
+  }
+  if (*jobs) server_options.jobs = (*jobs)->api();
   server::HttpServer http(server_options);
   if (Status s = http.start(); !s.ok()) {
+    if (*jobs) (*jobs)->stop();
     service.shutdown();
     return fail(s);
   }
@@ -122,13 +146,16 @@ int run_serve_embeddings(const ServeOptions& o) {
       "synapse serve: %s (embeddings, %zu dimensions, ctx %zu%s), listening on http://%s:%d\n",
       embeddings.model_id.c_str(), service.n_embd(), service.n_ctx(),
       service.can_rerank() ? ", rerank" : "", o.host.c_str(), http.port());
+  print_jobs_line(jobs->get(), o.jobs);
   std::fflush(stdout);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::fprintf(stderr, "synapse serve: %s, shutting down\n",
                signal_number == SIGINT ? "SIGINT" : "SIGTERM");
-  // Stop admitting (503), finish what is queued, then stop the HTTP threads.
+  // Stop executing jobs (items in flight run again after a restart), stop admitting (503),
+  // finish what is queued, then stop the HTTP threads.
+  if (*jobs) (*jobs)->stop();
   service.shutdown();
   http.stop();
   std::fprintf(stderr, "synapse serve: stopped\n");
@@ -226,10 +253,7 @@ int run_serve(const ServeOptions& o) {
               inference.model_id.c_str(), service.n_ctx(), o.parallel,
               inference.chat_template ? "chat template" : "no chat template", o.host.c_str(),
               http.port());
-  if (*jobs) {
-    std::printf("synapse serve: durable jobs in %s (%zu worker%s)\n", (*jobs)->database().c_str(),
-                o.jobs.workers, o.jobs.workers == 1 ? "" : "s");
-  }
+  print_jobs_line(jobs->get(), o.jobs);
   std::fflush(stdout);
 
   int signal_number = 0;

@@ -412,10 +412,10 @@ bool Service::run_step() {
       break;
     }
   }
-  const size_t chunk = prefill_class == RequestClass::kInteractive
+  const size_t chunk_rows = prefill_class == RequestClass::kInteractive
                            ? config_.prefill_chunk_tokens
                            : config_.bulk_prefill_chunk_tokens;
-  size_t budget = std::min(chunk, config_.max_step_tokens - s.inputs.size());
+  size_t budget = std::min(chunk_rows, config_.max_step_tokens - s.inputs.size());
   for (Job* job : s.running) {
     const size_t left = job->request.prompt.size() - job->prompt_done;
     if (job->request.request_class != prefill_class) continue;

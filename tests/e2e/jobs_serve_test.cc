@@ -229,6 +229,48 @@ TEST_F(JobsServeTest, EmbeddingItemsEqualTheRoute) {
   EXPECT_EQ(lines, 4);
 }
 
+// On an encoder (BERT) server, /v1/embeddings items run on its embedding executor and equal the
+// route's answers; an item for another endpoint records unsupported_parameter.
+TEST_F(JobsServeTest, EmbeddingItemsOnAnEncoderServer) {
+  SYN_REQUIRE_FIXTURE(bert, "reference/embeddings/tiny-bert-bge-f32.gguf");
+  ServerProcess server(bert, "--threads 1 --jobs-db " + quote(db()), log());
+  ASSERT_GT(server.port(), 0) << testing::read_file_text(log());
+  jobs::Submission s;
+  s.requests.push_back({.custom_id = "emb-0",
+                        .url = "/v1/embeddings",
+                        .body = Json{{"input", {"Hello world", "a"}}}.dump()});
+  s.requests.push_back({.custom_id = "emb-1",
+                        .url = "/v1/embeddings",
+                        .body = Json{{"input", "The cat sat"}, {"encoding_format", "base64"}}.dump()});
+  s.requests.push_back({.custom_id = "completion",
+                        .url = "/v1/completions",
+                        .body = Json{{"prompt", "x"}}.dump()});
+  const std::string id = submit(s);
+  ASSERT_TRUE(wait_all_terminal({id}, 60s)) << testing::read_file_text(log());
+  const jobs::JobInfo job = *store_->get_job(id);
+  EXPECT_EQ(job.state, jobs::JobState::kCompleted);
+  EXPECT_EQ(job.counts.succeeded, 2);
+  EXPECT_EQ(job.counts.failed, 1);
+  int embeddings = 0;
+  for (const auto& [number, jsonl] : pages(id)) {
+    std::istringstream in(jsonl);
+    for (std::string line; std::getline(in, line);) {
+      const Json result = Json::parse(line);
+      if (result["custom_id"] == "completion") {
+        EXPECT_EQ(result["error"]["code"], "unsupported_parameter") << line;
+        continue;
+      }
+      const size_t item = result["custom_id"] == "emb-0" ? 0 : 1;
+      const testing::HttpReply direct =
+          http_request(server.port(), "POST", "/v1/embeddings", s.requests[item].body);
+      ASSERT_EQ(direct.status, 200) << direct.body;
+      EXPECT_EQ(result["response"], Json::parse(direct.body)) << line;
+      ++embeddings;
+    }
+  }
+  EXPECT_EQ(embeddings, 2);
+}
+
 TEST_F(JobsServeTest, BadItemsRecordTheirErrorAndTheJobGoesOn) {
   auto server = start_server();
   ASSERT_GT(server->port(), 0);
