@@ -239,12 +239,12 @@ TEST_F(JobsServeTest, EmbeddingItemsOnAnEncoderServer) {
   s.requests.push_back({.custom_id = "emb-0",
                         .url = "/v1/embeddings",
                         .body = Json{{"input", {"Hello world", "a"}}}.dump()});
-  s.requests.push_back({.custom_id = "emb-1",
-                        .url = "/v1/embeddings",
-                        .body = Json{{"input", "The cat sat"}, {"encoding_format", "base64"}}.dump()});
-  s.requests.push_back({.custom_id = "completion",
-                        .url = "/v1/completions",
-                        .body = Json{{"prompt", "x"}}.dump()});
+  s.requests.push_back(
+      {.custom_id = "emb-1",
+       .url = "/v1/embeddings",
+       .body = Json{{"input", "The cat sat"}, {"encoding_format", "base64"}}.dump()});
+  s.requests.push_back(
+      {.custom_id = "completion", .url = "/v1/completions", .body = Json{{"prompt", "x"}}.dump()});
   const std::string id = submit(s);
   ASSERT_TRUE(wait_all_terminal({id}, 60s)) << testing::read_file_text(log());
   const jobs::JobInfo job = *store_->get_job(id);

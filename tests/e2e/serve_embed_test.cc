@@ -17,6 +17,7 @@
 #include <regex>
 #include <thread>
 
+#include "tests/e2e/server_process.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -42,71 +43,13 @@ void synth(const std::string& args, const std::string& path) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
 }
 
-// One `synapse serve` process on a free port; SIGTERM and a wait when the object dies.
-class Server {
+// A server with this file's API key and model alias "m".
+class Server : public testing::ServerProcess {
  public:
-  Server(const std::string& model, const std::string& log_path, const std::string& extra_args) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    const std::string command = "exec " + synapse_cli() + " serve -m " + quote(model) +
-                                " --port 0 --threads 1 --alias m --api-key " + kKey + " " +
-                                extra_args + " 2>" + quote(log_path);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < deadline && line.find('\n') == std::string::npos) {
-      pollfd p{out[0], POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char c[256];
-      const ssize_t n = read(out[0], c, sizeof c);
-      if (n <= 0) break;
-      line.append(c, static_cast<size_t>(n));
-    }
-    close(out[0]);
-    banner_ = line;
-    std::smatch m;
-    if (std::regex_search(line, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)"))) {
-      port_ = std::stoi(m[1]);
-    }
-  }
-  ~Server() { stop(); }
-
-  int port() const { return port_; }
-  const std::string& banner() const { return banner_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
-  int stop() {
-    if (pid_ <= 0) return exit_status_;
-    kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return exit_status_ = -1;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    pid_ = -1;
-    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return exit_status_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = -1;
-  int exit_status_ = -1;
-  std::string banner_;
+  Server(const std::string& model, const std::string& log_path, const std::string& extra_args)
+      : testing::ServerProcess(
+            model, std::string("--threads 1 --alias m --api-key ") + kKey + " " + extra_args,
+            log_path) {}
 };
 
 struct Reply {
@@ -232,14 +175,7 @@ const std::vector<std::string> kInputs = {"the cat sat", "a hat", "on the mat by
 void check_with_openai_sdk(const std::string& model) {
   const char* npm_dir_env = std::getenv("SYNAPSE_NPM_DIR");
   const std::string npm_dir = npm_dir_env != nullptr ? npm_dir_env : SYNAPSE_NPM_DIR;
-  std::string missing;
-  if (run_command("node --version").exit_code != 0) {
-    missing = "node is not installed";
-  } else if (run_command("test -f " + quote(npm_dir + "/node_modules/openai/package.json"))
-                 .exit_code != 0) {
-    missing = "the npm package 'openai' is not in " + npm_dir +
-              " (./scripts/install-deps.sh installs it)";
-  }
+  const std::string missing = testing::openai_node_sdk_missing(npm_dir);
   if (!missing.empty()) {
     if (testing::running_in_ci()) FAIL() << missing << " (required under CI=true)";
     GTEST_SKIP() << missing;
