@@ -66,11 +66,8 @@ class JobsServeTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
     model_ = new std::string(dir_->file("tiny.gguf"));
-    const auto r = run_command(synapse_cli() +
-                               " synth --arch qwen2 --n-embd 64 --n-ff 128 --n-layer 2 --n-head 4 "
-                               "--n-head-kv 2 --n-ctx 512 --type q8_0 -o " +
-                               quote(*model_));
-    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    const std::string error = testing::synth_serving_model(*model_, 512);
+    ASSERT_EQ(error, "");
   }
   static void TearDownTestSuite() {
     delete model_;

@@ -60,6 +60,14 @@ std::string http_request_text(const std::string& method, const std::string& path
   return r + "\r\n" + body;
 }
 
+std::string synth_serving_model(const std::string& path, int n_ctx) {
+  const CommandResult r = run_command(
+      synapse_cli() +
+      " synth --arch qwen2 --n-embd 64 --n-ff 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ctx " +
+      std::to_string(n_ctx) + " --type q8_0 -o " + quote(path));
+  return r.exit_code == 0 ? "" : "synth failed: " + r.stderr_text;
+}
+
 std::string openai_node_sdk_missing(const std::string& npm_dir) {
   if (run_command("node --version").exit_code != 0) return "node is not installed";
   if (run_command("test -f " + quote(npm_dir + "/node_modules/openai/package.json")).exit_code !=
