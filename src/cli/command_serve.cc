@@ -121,13 +121,14 @@ int run_serve_embeddings(const ServeOptions& o) {
   server_options.embeddings = &embeddings;
   // Job items run like the routes: /v1/embeddings only, on the executor's class-ordered queue.
   Result<std::unique_ptr<ServeJobs>> jobs = ServeJobs::start(
-      o.jobs, [&embeddings](std::string_view url, std::string_view body, serve::RequestClass c,
-                            const std::function<bool()>& cancelled) -> Result<std::string> {
+      o.jobs,
+      [&embeddings](std::string_view url, std::string_view body, serve::RequestClass c,
+                    const std::function<bool()>& cancelled) -> Result<std::string> {
         if (url != "/v1/embeddings") {
-          return Status(ErrorCode::kUnsupportedParameter,
-                        "this server serves an embedding model: /v1/embeddings, not " +
-                            std::string(url),
-                        ErrorWhere{.field = "url"});
+          return Status(
+              ErrorCode::kUnsupportedParameter,
+              "this server serves an embedding model: /v1/embeddings, not " + std::string(url),
+              ErrorWhere{.field = "url"});
         }
         return server::run_embeddings_request(&embeddings, nullptr, body, c, cancelled);
       });

@@ -413,8 +413,8 @@ bool Service::run_step() {
     }
   }
   const size_t chunk_rows = prefill_class == RequestClass::kInteractive
-                           ? config_.prefill_chunk_tokens
-                           : config_.bulk_prefill_chunk_tokens;
+                                ? config_.prefill_chunk_tokens
+                                : config_.bulk_prefill_chunk_tokens;
   size_t budget = std::min(chunk_rows, config_.max_step_tokens - s.inputs.size());
   for (Job* job : s.running) {
     const size_t left = job->request.prompt.size() - job->prompt_done;
