@@ -106,10 +106,7 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
 JobWorker::JobWorker(jobs::JobStore& store, ItemCall call, JobWorkerOptions options)
     : store_(store), call_(std::move(call)), options_(std::move(options)) {}
 
-JobWorker::~JobWorker() {
-  stop();
-  if (lock_fd_ >= 0) close(lock_fd_);
-}
+JobWorker::~JobWorker() { stop(); }
 
 Status JobWorker::start() {
   lock_fd_ = open(options_.lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -137,6 +134,9 @@ void JobWorker::stop() {
   for (std::thread& t : workers_) {
     if (t.joinable()) t.join();
   }
+  // Another server waiting for this database's jobs may take over now.
+  if (lock_fd_ >= 0) close(lock_fd_);
+  lock_fd_ = -1;
 }
 
 bool JobWorker::wait_for_work(std::chrono::milliseconds timeout) {

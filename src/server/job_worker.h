@@ -63,7 +63,8 @@ class JobWorker {
   // A job was submitted: idle workers look at once instead of at their next poll.
   void notify();
   // Stops taking jobs: items in flight are cancelled (they run again after a restart), finished
-  // ones are committed and each job goes back to the queue. Joins the threads. Idempotent.
+  // ones are committed and each job goes back to the queue. Joins the threads and releases the
+  // executor lock (a server waiting for it takes over). Idempotent.
   void stop();
 
   bool executing() const { return executing_.load(); }  // holds the lock (tests, logs)

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+// JobWorker without a model: items run through a fake ItemCall, so the tests see exactly how the
+// worker drives it (a page's items at the same time, queue_full retried, cancel and stop noticed
+// while items run) and how it treats the executor lock (one executing worker per database, the
+// next takes over; leases of a dead executor reclaimed at once).
+#include "server/job_worker.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "jobs/sqlite_job_store.h"
+#include "tests/support/test_support.h"
+
+namespace synapse::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+jobs::Submission submission(int items) {
+  jobs::Submission s;
+  for (int i = 0; i < items; ++i) {
+    s.requests.push_back({.custom_id = "item-" + std::to_string(i),
+                          .url = "/v1/completions",
+                          .body = R"({"prompt":"p)" + std::to_string(i) + R"("})"});
+  }
+  return s;
+}
+
+// Waits up to `limit` for `done`.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+class JobWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = jobs::SqliteJobStore::open(dir_.file("jobs.db"));
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    store_ = std::move(*store);
+  }
+
+  std::unique_ptr<JobWorker> worker(ItemCall call, size_t workers = 1) {
+    JobWorkerOptions options;
+    options.lock_path = dir_.file("jobs.db.executor-lock");
+    options.workers = workers;
+    options.poll = 20ms;
+    options.queue_full_backoff = 5ms;
+    return std::make_unique<JobWorker>(*store_, std::move(call), options);
+  }
+
+  std::string submit(int items) { return store_->submit(submission(items), std::nullopt)->job.id; }
+  jobs::JobState state(const std::string& id) { return store_->get_job(id)->state; }
+
+  testing::TempDir dir_;
+  std::unique_ptr<jobs::SqliteJobStore> store_;
+};
+
+// Echoes the body; counts the calls running at once.
+struct EchoCall {
+  std::atomic<int> running{0};
+  std::atomic<int> most{0};
+  ItemCall call() {
+    return [this](std::string_view, std::string_view body, serve::RequestClass,
+                  const std::function<bool()>&) -> Result<std::string> {
+      const int now = ++running;
+      for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+      }
+      std::this_thread::sleep_for(30ms);
+      --running;
+      return R"({"echo":)" + std::string(body) + "}";
+    };
+  }
+};
+
+TEST_F(JobWorkerTest, RunsAPagesItemsTogetherAndCommitsEveryResult) {
+  EchoCall echo;
+  auto w = worker(echo.call());
+  const std::string id = submit(20);
+  ASSERT_TRUE(w->start().ok());
+  ASSERT_TRUE(eventually([&] { return state(id) == jobs::JobState::kCompleted; }));
+  EXPECT_EQ(store_->get_job(id)->counts.succeeded, 20);
+  EXPECT_EQ(echo.most.load(), 16);  // a page of 16 at once
+  const std::string first = store_->result_page(id, 0)->jsonl;
+  EXPECT_NE(first.find(R"({"custom_id":"item-0","response":{"echo":{"prompt":"p0"}}})"),
+            std::string::npos)
+      << first;
+}
+
+TEST_F(JobWorkerTest, QueueFullIsRetriedWithoutSpendingAnAttempt) {
+  std::atomic<int> refusals{0};
+  auto w = worker([&](std::string_view, std::string_view, serve::RequestClass,
+                      const std::function<bool()>&) -> Result<std::string> {
+    if (refusals.fetch_add(1) < 5) return Status(ErrorCode::kQueueFull, "full");
+    return std::string(R"({"ok":true})");
+  });
+  const std::string id = submit(1);
+  ASSERT_TRUE(w->start().ok());
+  ASSERT_TRUE(eventually([&] { return state(id) == jobs::JobState::kCompleted; }));
+  EXPECT_EQ(store_->get_job(id)->counts.succeeded, 1);
+  // One recorded outcome (the success) and one hand-out: the refusals cost nothing.
+  const jobs::ItemInfo item = store_->items(id)->at(0);
+  EXPECT_EQ(item.attempts, 1);
+  EXPECT_EQ(item.executed_count, 1);
+}
+
+// Calls that run until they are told to stop, as a long generation does.
+ItemCall until_cancelled(std::atomic<int>& started) {
+  return [&started](std::string_view, std::string_view, serve::RequestClass,
+                    const std::function<bool()>& cancelled) -> Result<std::string> {
+    ++started;
+    while (!cancelled()) std::this_thread::sleep_for(5ms);
+    return Status(ErrorCode::kCancelled, "cancelled");
+  };
+}
+
+TEST_F(JobWorkerTest, ACancelStopsTheRunningItemsWithinAboutASecond) {
+  std::atomic<int> started{0};
+  auto w = worker(until_cancelled(started));
+  const std::string id = submit(4);
+  ASSERT_TRUE(w->start().ok());
+  ASSERT_TRUE(eventually([&] { return started.load() == 4; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(store_->cancel(id).ok());
+  EXPECT_EQ(state(id), jobs::JobState::kCancelled);
+  // The only worker notices, cancels its calls and returns to the queue: a new job starts.
+  const std::string next = submit(1);
+  EXPECT_TRUE(eventually([&] { return started.load() == 5; }, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(store_->get_job(id)->page_count, 0);
+  w->stop();
+  EXPECT_EQ(state(next), jobs::JobState::kQueued);  // given back, not left leased
+}
+
+TEST_F(JobWorkerTest, StopGivesTheJobBackWithNothingCommitted) {
+  std::atomic<int> started{0};
+  auto w = worker(until_cancelled(started));
+  const std::string id = submit(3);
+  ASSERT_TRUE(w->start().ok());
+  ASSERT_TRUE(eventually([&] { return started.load() == 3; }));
+  w->stop();
+  const jobs::JobInfo job = *store_->get_job(id);
+  EXPECT_EQ(job.state, jobs::JobState::kQueued);
+  EXPECT_EQ(job.page_count, 0);
+  EXPECT_FALSE(job.lease_owner.has_value());
+}
+
+TEST_F(JobWorkerTest, OneExecutingWorkerPerDatabaseTheNextTakesOver) {
+  EchoCall echo;
+  auto first = worker(echo.call());
+  auto second = worker(echo.call());
+  ASSERT_TRUE(first->start().ok());
+  ASSERT_TRUE(eventually([&] { return first->executing(); }));
+  ASSERT_TRUE(second->start().ok());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(second->executing());
+  first->stop();
+  EXPECT_TRUE(eventually([&] { return second->executing(); }));
+  const std::string id = submit(2);
+  EXPECT_TRUE(eventually([&] { return state(id) == jobs::JobState::kCompleted; }));
+}
+
+TEST_F(JobWorkerTest, LeasesOfADeadServerAreReclaimedAtOnce) {
+  const std::string id = submit(2);
+  // A server that died holding a lease for another minute.
+  auto lease = store_->acquire(JobWorker::owner_prefix() + "host:1/worker-0", 60'000);
+  ASSERT_TRUE(lease.ok() && lease->has_value());
+  EchoCall echo;
+  auto w = worker(echo.call());
+  ASSERT_TRUE(w->start().ok());
+  EXPECT_TRUE(eventually([&] { return state(id) == jobs::JobState::kCompleted; }, 5s));
+  EXPECT_EQ(store_->get_job(id)->lease_epoch, (*lease)->epoch + 1);
+}
+
+}  // namespace
+}  // namespace synapse::server
