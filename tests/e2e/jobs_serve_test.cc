@@ -304,19 +304,12 @@ TEST_F(JobsServeTest, BadItemsRecordTheirErrorAndTheJobGoesOn) {
 // OpenAI's batch flow with the official SDK for Node, unchanged: files.create, batches.create,
 // retrieve until completed, the output file's content (tests/e2e/openai_sdk_batches.cjs).
 TEST_F(JobsServeTest, OpenAiSdkBatches) {
-  const char* npm_dir_env = std::getenv("SYNAPSE_NPM_DIR");
-  const std::string npm_dir = npm_dir_env != nullptr ? npm_dir_env : SYNAPSE_NPM_DIR;
-  const std::string missing = testing::openai_node_sdk_missing(npm_dir);
-  if (!missing.empty()) {
-    if (testing::running_in_ci()) FAIL() << missing << " (required under CI=true)";
-    GTEST_SKIP() << missing;
-  }
+  SYN_REQUIRE_OPENAI_NODE_SDK(npm_dir, SYNAPSE_NPM_DIR);
   auto server = start_server("--chat-template chatml");
   ASSERT_GT(server->port(), 0);
-  const auto r = run_command(
-      "NODE_PATH=" + quote(npm_dir + "/node_modules") + " SYNAPSE_URL=" + server->url() +
-      " SYNAPSE_KEY=unused SYNAPSE_MODEL=tiny SYNAPSE_BATCH_TIMEOUT_S=120 node " +
-      quote(std::string(SYNAPSE_SOURCE_DIR) + "/tests/e2e/openai_sdk_batches.cjs"));
+  const auto r = run_command(testing::openai_node_sdk_command(
+      npm_dir, SYNAPSE_SOURCE_DIR, "openai_sdk_batches.cjs", server->url(), "unused", "tiny",
+      "SYNAPSE_BATCH_TIMEOUT_S=120"));
   EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text << testing::read_file_text(log());
   EXPECT_NE(r.stdout_text.find("\"ok\":true"), std::string::npos) << r.stdout_text;
   EXPECT_EQ(server->stop(), 0);

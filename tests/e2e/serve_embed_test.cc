@@ -173,19 +173,12 @@ const std::vector<std::string> kInputs = {"the cat sat", "a hat", "on the mat by
 
 // The SDK against `model` served alone; its vectors are `synapse embed --json`'s.
 void check_with_openai_sdk(const std::string& model) {
-  const char* npm_dir_env = std::getenv("SYNAPSE_NPM_DIR");
-  const std::string npm_dir = npm_dir_env != nullptr ? npm_dir_env : SYNAPSE_NPM_DIR;
-  const std::string missing = testing::openai_node_sdk_missing(npm_dir);
-  if (!missing.empty()) {
-    if (testing::running_in_ci()) FAIL() << missing << " (required under CI=true)";
-    GTEST_SKIP() << missing;
-  }
+  SYN_REQUIRE_OPENAI_NODE_SDK(npm_dir, SYNAPSE_NPM_DIR);
   auto server = ServeEmbedTest::start(model);
   ASSERT_GT(server->port(), 0);
-  const auto r = run_command(
-      "NODE_PATH=" + quote(npm_dir + "/node_modules") + " SYNAPSE_URL=" + server->url() +
-      " SYNAPSE_KEY=" + kKey + " SYNAPSE_MODEL=m SYNAPSE_INPUTS=" + quote(Json(kInputs).dump()) +
-      " node " + quote(std::string(SYNAPSE_SOURCE_DIR) + "/tests/e2e/openai_sdk_embeddings.cjs"));
+  const auto r = run_command(testing::openai_node_sdk_command(
+      npm_dir, SYNAPSE_SOURCE_DIR, "openai_sdk_embeddings.cjs", server->url(), kKey, "m",
+      "SYNAPSE_INPUTS=" + quote(Json(kInputs).dump())));
   ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   const Json seen = Json::parse(r.stdout_text);
   EXPECT_EQ(seen["ok"], true);

@@ -68,6 +68,20 @@ std::string synth_serving_model(const std::string& path, int n_ctx) {
   return r.exit_code == 0 ? "" : "synth failed: " + r.stderr_text;
 }
 
+std::string openai_node_sdk_dir(const std::string& default_dir) {
+  const char* dir = std::getenv("SYNAPSE_NPM_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : default_dir;
+}
+
+std::string openai_node_sdk_command(const std::string& npm_dir, const std::string& source_dir,
+                                    const std::string& script, const std::string& url,
+                                    const std::string& key, const std::string& model,
+                                    const std::string& env) {
+  return "NODE_PATH=" + quote(npm_dir + "/node_modules") + " SYNAPSE_URL=" + url +
+         " SYNAPSE_KEY=" + quote(key) + " SYNAPSE_MODEL=" + quote(model) + " " + env + " node " +
+         quote(source_dir + "/tests/e2e/" + script);
+}
+
 std::string openai_node_sdk_missing(const std::string& npm_dir) {
   if (run_command("node --version").exit_code != 0) return "node is not installed";
   if (run_command("test -f " + quote(npm_dir + "/node_modules/openai/package.json")).exit_code !=

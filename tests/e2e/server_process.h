@@ -62,6 +62,33 @@ std::string synth_serving_model(const std::string& path, int n_ctx);
 // package `openai` not installed under `npm_dir` (./scripts/install-deps.sh installs it).
 std::string openai_node_sdk_missing(const std::string& npm_dir);
 
+// Where the SDK is installed: $SYNAPSE_NPM_DIR, else `default_dir` (the build's build/npm).
+std::string openai_node_sdk_dir(const std::string& default_dir);
+// The shell command that runs tests/e2e/`script` with node against `url`:
+// NODE_PATH, SYNAPSE_URL, SYNAPSE_KEY and SYNAPSE_MODEL set, `env` ("NAME=value ...") added.
+std::string openai_node_sdk_command(const std::string& npm_dir, const std::string& source_dir,
+                                    const std::string& script, const std::string& url,
+                                    const std::string& key, const std::string& model,
+                                    const std::string& env = "");
+
+}  // namespace synapse::testing
+
+// Binds `var` to the SDK's npm directory, or skips the test (fails it under CI=true) when the
+// SDK cannot run.
+#define SYN_REQUIRE_OPENAI_NODE_SDK(var, default_dir)                                  \
+  const std::string var = ::synapse::testing::openai_node_sdk_dir(default_dir);        \
+  do {                                                                                 \
+    const std::string syn_missing_ = ::synapse::testing::openai_node_sdk_missing(var); \
+    if (!syn_missing_.empty()) {                                                       \
+      if (::synapse::testing::running_in_ci()) {                                       \
+        FAIL() << syn_missing_ << " (required under CI=true)";                         \
+      }                                                                                \
+      GTEST_SKIP() << syn_missing_;                                                    \
+    }                                                                                  \
+  } while (false)
+
+namespace synapse::testing {
+
 // One request with Connection: close. `key` becomes "Authorization: Bearer KEY" when not empty;
 // `extra_headers` are raw "Name: value\r\n" lines.
 HttpReply http_request(int port, const std::string& method, const std::string& path,
