@@ -63,6 +63,22 @@ std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
   return std::string(tok.token_text(id));
 }
 
+// The HTTP server's options from the flags. `admitted` requests may each hold a connection
+// thread; spare threads answer the rest (429s, /health, /metrics) at once.
+server::ServerOptions http_options(const ServeOptions& o, const std::string& id, size_t admitted) {
+  constexpr size_t kSpareThreads = 16;
+  server::ServerOptions options;
+  options.host = o.host;
+  options.port = o.port;
+  options.api_key = server::resolve_api_key(o.api_key);
+  options.max_body_bytes = o.max_body_bytes;
+  options.threads = o.http_threads > 0
+                        ? o.http_threads
+                        : static_cast<int>(std::min<size_t>(admitted + kSpareThreads, 1024));
+  options.models = {{id, std::time(nullptr), "synapse"}};
+  return options;
+}
+
 void print_jobs_line(const ServeJobs* jobs, const ServeJobsOptions& options) {
   if (jobs == nullptr) return;
   std::printf("synapse serve: durable jobs in %s (%zu worker%s)\n", jobs->database().c_str(),
@@ -107,17 +123,8 @@ int run_serve_embeddings(const ServeOptions& o) {
   server::Embeddings embeddings;
   embeddings.service = &service;
   embeddings.model_id = model_id(o);
-  server::ServerOptions server_options;
-  server_options.host = o.host;
-  server_options.port = o.port;
-  server_options.api_key = server::resolve_api_key(o.api_key);
-  server_options.max_body_bytes = o.max_body_bytes;
-  // Every waiting request holds a connection thread; spares answer 429s, /health, /metrics.
-  constexpr int kSpareThreads = 16;
-  server_options.threads =
-      o.http_threads > 0 ? o.http_threads
-                         : static_cast<int>(std::min<size_t>(o.queue_limit + kSpareThreads, 1024));
-  server_options.models = {{embeddings.model_id, std::time(nullptr), "synapse"}};
+  // Every waiting request holds a connection thread.
+  server::ServerOptions server_options = http_options(o, embeddings.model_id, o.queue_limit);
   server_options.embeddings = &embeddings;
   // Job items run like the routes: /v1/embeddings only, on the executor's class-ordered queue.
   Result<std::unique_ptr<ServeJobs>> jobs = ServeJobs::start(
@@ -214,19 +221,9 @@ int run_serve(const ServeOptions& o) {
   serve::Service service(model, *tok, config);
   inference.service = &service;
 
-  server::ServerOptions server_options;
-  server_options.host = o.host;
-  server_options.port = o.port;
-  server_options.api_key = server::resolve_api_key(o.api_key);
-  server_options.max_body_bytes = o.max_body_bytes;
-  // Every admitted request (running or queued) holds a connection thread; spare threads answer
-  // the rest (429s, /health, /metrics) at once.
-  constexpr int kSpareThreads = 16;
-  server_options.threads = o.http_threads > 0
-                               ? o.http_threads
-                               : static_cast<int>(std::min<size_t>(
-                                     o.parallel + 3 * o.queue_limit + kSpareThreads, 1024));
-  server_options.models = {{inference.model_id, std::time(nullptr), "synapse"}};
+  // Every admitted request (running or queued in any class) holds a connection thread.
+  server::ServerOptions server_options =
+      http_options(o, inference.model_id, o.parallel + 3 * o.queue_limit);
   server_options.inference = &inference;
   api::RequestLimits item_limits;
   item_limits.max_body_bytes = o.max_body_bytes;

@@ -11,6 +11,7 @@
 #include "encoder/decoder_embedder.h"
 #include "kernels/kernel_selection.h"
 #include "serve/service.h"
+#include "serve/service_test_support.h"
 #include "synth/synth_model.h"
 #include "synth/synthetic_vocab.h"
 #include "tests/support/test_support.h"
@@ -41,13 +42,7 @@ class ServiceEmbeddingTest : public ::testing::Test {
   }
 
   std::unique_ptr<Service> make(size_t parallel, size_t cached = 0) {
-    ServiceConfig config;
-    config.scheduler.max_active = parallel;
-    config.max_cached_sequences = cached;
-    config.min_prefix_reuse_tokens = 4;
-    config.prefill_chunk_tokens = 16;  // prompts below run in several chunks
-    config.page_tokens = 8;
-    return std::make_unique<Service>(*model_, *tokenizer_, config);
+    return std::make_unique<Service>(*model_, *tokenizer_, small_service_config(parallel, cached));
   }
 
   std::vector<int32_t> prompt(size_t i) const {
@@ -66,12 +61,7 @@ class ServiceEmbeddingTest : public ::testing::Test {
 
   static GenerationRequest generation(std::vector<int32_t> prompt, int32_t max_tokens,
                                       RequestClass c = RequestClass::kInteractive) {
-    GenerationRequest r;
-    r.prompt = std::move(prompt);
-    r.max_tokens = max_tokens;
-    r.sampling.temperature = 0.0f;
-    r.request_class = c;
-    return r;
+    return greedy_request(std::move(prompt), max_tokens, c);
   }
 
   static GenerationEvent final_event(RequestHandle& h) {

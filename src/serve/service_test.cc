@@ -14,6 +14,7 @@
 #include "kernels/kernel_selection.h"
 #include "kernels/matmul.h"
 #include "runtime/engine.h"
+#include "serve/service_test_support.h"
 #include "synth/synth_model.h"
 #include "synth/synthetic_vocab.h"
 #include "tests/support/test_support.h"
@@ -77,13 +78,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   std::unique_ptr<Service> make(size_t parallel, size_t cached = 0) {
-    ServiceConfig config;
-    config.scheduler.max_active = parallel;
-    config.max_cached_sequences = cached;
-    config.min_prefix_reuse_tokens = 4;
-    config.prefill_chunk_tokens = 16;
-    config.page_tokens = 8;
-    return std::make_unique<Service>(*model_, *tokenizer_, config);
+    return std::make_unique<Service>(*model_, *tokenizer_, small_service_config(parallel, cached));
   }
 
   // Prompt i: a slice of the synthetic corpus, of a length that varies with i.
@@ -95,12 +90,7 @@ class ServiceTest : public ::testing::Test {
 
   static GenerationRequest greedy(std::vector<int32_t> prompt, int32_t max_tokens,
                                   RequestClass c = RequestClass::kInteractive) {
-    GenerationRequest r;
-    r.prompt = std::move(prompt);
-    r.max_tokens = max_tokens;
-    r.sampling.temperature = 0.0f;
-    r.request_class = c;
-    return r;
+    return greedy_request(std::move(prompt), max_tokens, c);
   }
 
   std::shared_ptr<RequestHandle> submit(Service& s, GenerationRequest r) {

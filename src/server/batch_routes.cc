@@ -10,13 +10,13 @@
 #include "base/hash.h"
 #include "base/json_depth.h"
 #include "server/batch_files.h"
+#include "server/http_reply.h"
 
 namespace synapse::server {
 namespace {
 
 using jobs::JobInfo;
 
-constexpr std::string_view kJson = "application/json";
 constexpr int kMaxJsonDepth = 64;
 // The store takes keys of up to 255 bytes; the namespace prefix must fit beside the client's.
 constexpr size_t kMaxIdempotencyKeyBytes = 200;
@@ -29,12 +29,6 @@ constexpr int64_t kCompletionWindowMs = int64_t{24} * 3600 * 1000;
 constexpr size_t kMaxMetadataPairs = 16;
 constexpr size_t kMaxMetadataKeyBytes = 64;
 constexpr size_t kMaxMetadataValueBytes = 512;
-
-void send_error(httplib::Response& res, const Status& status) {
-  const api::ApiError error = api::api_error_from_status(status);
-  res.status = error.http_status;
-  res.set_content(api::error_body(error), std::string(kJson));
-}
 
 void send_json(httplib::Response& res, const OrderedJson& body) {
   res.set_content(body.dump(-1, ' ', false, OrderedJson::error_handler_t::replace),

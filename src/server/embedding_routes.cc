@@ -13,6 +13,7 @@
 #include "api/api_error.h"
 #include "encoder/decoder_embedder.h"
 #include "server/connection_probe.h"
+#include "server/http_reply.h"
 #include "server/inference_routes.h"
 
 namespace synapse::server {
@@ -21,18 +22,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 using namespace std::chrono_literals;
 
-constexpr std::string_view kJson = "application/json";
 // How often a waiting handler looks at its connection (as the generation routes do).
 constexpr auto kPollInterval = 50ms;
 constexpr int kClientClosedRequest = 499;
-
-void send_error(httplib::Response& res, const Status& status,
-                std::optional<uint32_t> retry_s = {}) {
-  const api::ApiError error = api::api_error_from_status(status);
-  res.status = error.http_status;
-  if (retry_s) res.set_header("Retry-After", std::to_string(*retry_s));
-  res.set_content(api::error_body(error), std::string(kJson));
-}
 
 Status field_error(ErrorCode code, const std::string& field, const std::string& message) {
   return Status(code, message, ErrorWhere{.field = field});

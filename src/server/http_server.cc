@@ -10,19 +10,12 @@
 #include "api/requests.h"
 #include "server/batch_routes.h"
 #include "server/embedding_routes.h"
+#include "server/http_reply.h"
 #include "server/inference_routes.h"
 #include "server/job_routes.h"
 
 namespace synapse::server {
 namespace {
-
-constexpr std::string_view kJson = "application/json";
-
-void send_error(httplib::Response& res, const Status& status) {
-  const api::ApiError error = api::api_error_from_status(status);
-  res.status = error.http_status;
-  res.set_content(api::error_body(error), std::string(kJson));
-}
 
 // Compares without an early exit, so that timing does not reveal how much of a key matched.
 bool same_key(std::string_view given, std::string_view expected) {

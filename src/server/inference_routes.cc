@@ -13,13 +13,13 @@
 #include "api/responses.h"
 #include "server/connection_probe.h"
 #include "server/generation_call.h"
+#include "server/http_reply.h"
 
 namespace synapse::server {
 namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::string_view kJson = "application/json";
 // How often a waiting handler looks at its connection: a client that disconnects is cancelled
 // within this time plus one engine step.
 constexpr auto kPollInterval = 50ms;
@@ -27,14 +27,6 @@ constexpr const char* kClassHeader = "X-Synapse-Class";
 // Status logged (and counted in /metrics) for a request whose client went away first; nginx's
 // "client closed request".
 constexpr int kClientClosedRequest = 499;
-
-void send_error(httplib::Response& res, const Status& status,
-                std::optional<uint32_t> retry_s = {}) {
-  const api::ApiError error = api::api_error_from_status(status);
-  res.status = error.http_status;
-  if (retry_s) res.set_header("Retry-After", std::to_string(*retry_s));
-  res.set_content(api::error_body(error), std::string(kJson));
-}
 
 int64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(

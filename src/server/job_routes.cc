@@ -8,22 +8,16 @@
 
 #include "api/api_error.h"
 #include "jobs/job_json.h"
+#include "server/http_reply.h"
 
 namespace synapse::server {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr std::string_view kJson = "application/json";
 // Where a JSONL submission may name its class (the JSON form carries it in the body).
 constexpr const char* kClassParam = "class";
 constexpr const char* kClassHeader = "X-Synapse-Class";
-
-void send_error(httplib::Response& res, const Status& status) {
-  const api::ApiError error = api::api_error_from_status(status);
-  res.status = error.http_status;
-  res.set_content(api::error_body(error), std::string(kJson));
-}
 
 void send_json(httplib::Response& res, const Json& body, int http_status = 200) {
   res.status = http_status;
