@@ -36,8 +36,12 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
   explicit PageRunner(const JobWorker& worker) : worker_(worker) {}
 
   jobs::ItemOutcome run(const jobs::WorkItem& item) override {
-    std::atomic<bool> never{false};
-    return *run_item(item, never);
+    const std::atomic<bool> never{false};
+    std::optional<jobs::ItemOutcome> outcome = run_item(item, never);
+    if (outcome) return std::move(*outcome);
+    // Abandoned because the server is stopping: a transient error, so the item runs again.
+    return jobs::ItemOutcome::failure(item.index, ErrorCode::kUnavailable,
+                                      "the server is stopping");
   }
 
   std::vector<jobs::ItemOutcome> run_page(std::span<const jobs::WorkItem> items,
