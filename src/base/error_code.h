@@ -62,6 +62,12 @@ enum class ErrorCode : uint16_t {
   kContextLengthExceeded = 606,
   kRequestTooLarge = 607,
   kInvalidApiKey = 608,
+  // The HTTP layer (src/http): how the request arrived.
+  kInvalidHttp = 620,         // malformed, or framed two ways
+  kRequestTimeout = 621,      // head or body too slow
+  kHeadersTooLarge = 622,     // request head over its bound
+  kUriTooLong = 623,          // request line over its bound
+  kTooManyConnections = 624,  // connection cap, in all or per client
   // Chat templates (src/chat).
   kTemplateSyntax = 650,
   kTemplateError = 651,
