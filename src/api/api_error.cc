@@ -39,6 +39,8 @@ ApiError api_error_from_status(const Status& status) {
   return error;
 }
 
+std::string error_type_for_status(int http_status) { return std::string(error_type(http_status)); }
+
 std::string error_body(const ApiError& error) {
   nlohmann::ordered_json body;
   body["error"]["message"] = error.message;

@@ -20,6 +20,8 @@ struct ApiError {
 };
 
 ApiError api_error_from_status(const Status& status);
+// OpenAI's error type for an HTTP status: authentication_error (401), not_found_error (404), ...
+std::string error_type_for_status(int http_status);
 // The JSON body; `param` is null when empty.
 std::string error_body(const ApiError& error);
 

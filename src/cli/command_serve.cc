@@ -7,6 +7,10 @@
 // /v1/embeddings, as prefill-only requests on the same engine loop. A BERT-family model
 // (general.architecture "bert") is served for embeddings instead: /v1/embeddings and /v1/rerank
 // on an EmbeddingService executor, and the generation routes answer 400.
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -41,6 +45,7 @@ struct ServeOptions {
   int http_threads = 0;
   double shutdown_grace_s = 10.0;
   size_t max_body_bytes = 8u << 20;
+  server::ServerOptions connection_limits;  // the time and connection bounds only
   ServeJobsOptions jobs;
 };
 
@@ -72,11 +77,32 @@ server::ServerOptions http_options(const ServeOptions& o, const std::string& id,
   options.port = o.port;
   options.api_key = server::resolve_api_key(o.api_key);
   options.max_body_bytes = o.max_body_bytes;
+  options.header_timeout_s = o.connection_limits.header_timeout_s;
+  options.body_timeout_s = o.connection_limits.body_timeout_s;
+  options.body_min_rate = o.connection_limits.body_min_rate;
+  options.idle_timeout_s = o.connection_limits.idle_timeout_s;
+  options.max_connections = o.connection_limits.max_connections;
+  options.max_connections_per_client = o.connection_limits.max_connections_per_client;
   options.threads = o.http_threads > 0
                         ? o.http_threads
                         : static_cast<int>(std::min<size_t>(admitted + kSpareThreads, 1024));
   options.models = {{id, std::time(nullptr), "synapse"}};
   return options;
+}
+
+// After the service has finished (or cancelled) its requests, the HTTP server still has to write
+// what they produced: the last events of a stream, its final chunk and [DONE]. It gets what is
+// left of the grace period for that, and at least this much.
+constexpr auto kMinWriteGrace = std::chrono::seconds(5);
+
+std::chrono::steady_clock::time_point write_deadline(
+    std::chrono::steady_clock::time_point grace_end) {
+  return std::max(grace_end, std::chrono::steady_clock::now() + kMinWriteGrace);
+}
+
+std::chrono::steady_clock::time_point grace_end(const ServeOptions& o) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_grace_s * 1000));
 }
 
 void print_jobs_line(const ServeJobs* jobs, const ServeJobsOptions& options) {
@@ -94,6 +120,16 @@ sigset_t block_stop_signals() {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   return stop_signals;
+}
+
+// A server lives long and handles request bodies up to --max-body (uploads of tens of MB): glibc's
+// default raises its mmap threshold to the largest block freed (up to 32 MB), after which such
+// buffers come from the heap and stay in the process when freed (RSS grew by ~1 GB over 20 uploads
+// of 50 MB). A fixed threshold keeps every large buffer mapped, so it goes back when freed. The
+// engine allocates its large buffers once, so this costs nothing on the decode path.
+void return_large_buffers_to_the_system() {
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
 }
 
 // The model's general.architecture, read from its file without building it ("" if none).
@@ -162,15 +198,17 @@ int run_serve_embeddings(const ServeOptions& o) {
   std::fprintf(stderr, "synapse serve: %s, shutting down\n",
                signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   // Stop executing jobs (items in flight run again after a restart), stop admitting (503),
-  // finish what is queued, then stop the HTTP threads.
+  // finish what is queued, write every answer out, then stop the HTTP threads.
+  const auto grace_over = grace_end(o);
   if (*jobs) (*jobs)->stop();
   service.shutdown();
-  http.stop();
+  http.shutdown(write_deadline(grace_over));
   std::fprintf(stderr, "synapse serve: stopped\n");
   return kExitOk;
 }
 
 int run_serve(const ServeOptions& o) {
+  return_large_buffers_to_the_system();
   {
     Result<std::string> arch = model_architecture(o);
     if (!arch.ok()) return fail(arch.status());
@@ -260,10 +298,12 @@ int run_serve(const ServeOptions& o) {
                signal_number == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_grace_s);
   // Stop executing jobs (items in flight are cancelled and run again after a restart), stop
   // admitting (new requests get 503), let running ones finish for the grace period, cancel the
-  // rest (their streams end with an error event), then stop the HTTP threads.
+  // rest (their streams end with an error event), wait until every response is written out
+  // (streams to their [DONE]), then stop the HTTP threads.
+  const auto grace_over = grace_end(o);
   if (*jobs) (*jobs)->stop();
   service.shutdown(std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_grace_s * 1000)));
-  http.stop();
+  http.shutdown(write_deadline(grace_over));
   std::fprintf(stderr, "synapse serve: stopped\n");
   return kExitOk;
 }
@@ -297,7 +337,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "instead of the model's");
   cmd->add_option("--alias", o->alias, "Model id clients use (default: the file or store name)");
   cmd->add_option("--http-threads", o->http_threads,
-                  "Connection threads (default: parallel + 3 x queue-limit + 16)")
+                  "Handler threads: requests answered at once (default: parallel + 3 x "
+                  "queue-limit + 16)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--shutdown-grace", o->shutdown_grace_s,
                   "Seconds requests in flight may finish after SIGINT/SIGTERM")
@@ -306,6 +347,32 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   add_serve_jobs_options(cmd, o->jobs);
   cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (413 beyond)")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
+      ->capture_default_str();
+  server::ServerOptions& limits = o->connection_limits;
+  cmd->add_option("--header-timeout", limits.header_timeout_s,
+                  "Seconds a client has to send a request's head (408 beyond)")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--body-timeout", limits.body_timeout_s,
+                  "Seconds a client has to send a request's body, plus one per --body-min-rate "
+                  "bytes sent (408 beyond)")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--body-min-rate", limits.body_min_rate,
+                  "Bytes per second a request body must keep up once --body-timeout is spent")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", limits.idle_timeout_s,
+                  "Seconds an idle keep-alive connection stays open")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--max-connections", limits.max_connections,
+                  "Open connections in all (503 beyond)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--max-client-connections", limits.max_connections_per_client,
+                  "Open connections from one client address (429 beyond)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });
 }

@@ -9,6 +9,7 @@
 #include "api/api_error.h"
 #include "base/hash.h"
 #include "base/json_depth.h"
+#include "http/multipart.h"
 #include "server/batch_files.h"
 #include "server/http_reply.h"
 
@@ -30,7 +31,7 @@ constexpr size_t kMaxMetadataPairs = 16;
 constexpr size_t kMaxMetadataKeyBytes = 64;
 constexpr size_t kMaxMetadataValueBytes = 512;
 
-void send_json(httplib::Response& res, const OrderedJson& body) {
+void send_json(http::Response& res, const OrderedJson& body) {
   res.set_content(body.dump(-1, ' ', false, OrderedJson::error_handler_t::replace),
                   std::string(kJson));
 }
@@ -46,9 +47,9 @@ Status as_param(const Status& status, std::string_view field) {
 }
 
 // A `limit` query parameter: an integer in [1, max]; `fallback` when absent.
-Result<int64_t> query_limit(const httplib::Request& req, int64_t fallback, int64_t max) {
+Result<int64_t> query_limit(const http::Request& req, int64_t fallback, int64_t max) {
   if (!req.has_param("limit")) return fallback;
-  const std::string text = req.get_param_value("limit");
+  const std::string text = req.param("limit");
   int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || value < 1 || value > max) {
@@ -58,9 +59,9 @@ Result<int64_t> query_limit(const httplib::Request& req, int64_t fallback, int64
   return value;
 }
 
-std::optional<std::string> query_param(const httplib::Request& req, const char* name) {
+std::optional<std::string> query_param(const http::Request& req, const char* name) {
   if (!req.has_param(name)) return std::nullopt;
-  return req.get_param_value(name);
+  return req.param(name);
 }
 
 // OpenAI's list envelope; `fetched` holds one item more than the page when there are more.
@@ -147,36 +148,52 @@ class BatchRoutes {
  public:
   explicit BatchRoutes(const JobsApi& jobs) : jobs_(jobs), store_(*jobs.store) {}
 
-  void upload_file(const httplib::Request& req, httplib::Response& res) const {
-    if (!req.is_multipart_form_data() || !req.has_file("file")) {
+  void upload_file(const http::Request& req, http::Response& res) const {
+    const std::string content_type = req.header("Content-Type");
+    if (!http::multipart_boundary(content_type).ok()) {
       return send_error(res, field_error(ErrorCode::kMissingField,
                                          "send multipart/form-data with the fields purpose and "
                                          "file",
                                          "file"));
     }
+    Result<std::vector<http::FormPart>> parts = http::parse_multipart_form(content_type, req.body);
+    if (!parts.ok()) return send_error(res, parts.status());
+    const auto part = [&](std::string_view name) -> const http::FormPart* {
+      for (const http::FormPart& p : *parts) {
+        if (p.name == name) return &p;
+      }
+      return nullptr;
+    };
+    const http::FormPart* file = part("file");
+    if (file == nullptr) {
+      return send_error(res, field_error(ErrorCode::kMissingField,
+                                         "send multipart/form-data with the fields purpose and "
+                                         "file",
+                                         "file"));
+    }
+    const http::FormPart* purpose_part = part("purpose");
     const std::string purpose =
-        req.has_file("purpose") ? req.get_file_value("purpose").content : std::string();
+        purpose_part != nullptr ? std::string(purpose_part->content) : std::string();
     if (purpose != "batch") {
       return send_error(res, field_error(ErrorCode::kInvalidField,
                                          "purpose must be \"batch\" (the only purpose this "
                                          "server stores files for)",
                                          "purpose"));
     }
-    const httplib::MultipartFormData file = req.get_file_value("file");
-    if (static_cast<int64_t>(file.content.size()) > jobs_.limits.max_input_bytes) {
+    if (static_cast<int64_t>(file->content.size()) > jobs_.limits.max_input_bytes) {
       return send_error(res, field_error(ErrorCode::kRequestTooLarge,
-                                         "the file has " + std::to_string(file.content.size()) +
+                                         "the file has " + std::to_string(file->content.size()) +
                                              " bytes; a batch input has at most " +
                                              std::to_string(jobs_.limits.max_input_bytes),
                                          "file"));
     }
-    Result<jobs::StoredFile> stored =
-        store_.create_file(file.filename.empty() ? "file" : file.filename, purpose, file.content);
+    Result<jobs::StoredFile> stored = store_.create_file(
+        file->filename.empty() ? "file" : file->filename, purpose, file->content);
     if (!stored.ok()) return send_error(res, stored.status());
     send_json(res, file_object(*stored));
   }
 
-  void list_files(const httplib::Request& req, httplib::Response& res) const {
+  void list_files(const http::Request& req, http::Response& res) const {
     Result<int64_t> limit = query_limit(req, 10'000, 10'000);  // OpenAI's default and maximum
     if (!limit.ok()) return send_error(res, limit.status());
     jobs::FileFilter filter{.purpose = query_param(req, "purpose"),
@@ -194,16 +211,16 @@ class BatchRoutes {
     send_json(res, list_object(*files, *limit, file_object));
   }
 
-  void get_file(const httplib::Request& req, httplib::Response& res) const {
-    const std::string id = req.matches[1];
+  void get_file(const http::Request& req, http::Response& res) const {
+    const std::string id = req.path_param("id");
     const std::optional<BatchFileRef> view = parse_batch_file_id(id);
     Result<jobs::StoredFile> file = view ? batch_file(store_, *view) : store_.get_file(id);
     if (!file.ok()) return send_error(res, file.status());
     send_json(res, file_object(*file));
   }
 
-  void file_content(const httplib::Request& req, httplib::Response& res) const {
-    const std::string id = req.matches[1];
+  void file_content(const http::Request& req, http::Response& res) const {
+    const std::string id = req.path_param("id");
     const std::optional<BatchFileRef> view = parse_batch_file_id(id);
     Result<std::string> content =
         view ? batch_file_content(store_, *view) : store_.file_content(id);
@@ -211,8 +228,8 @@ class BatchRoutes {
     res.set_content(*content, "application/octet-stream");
   }
 
-  void delete_file(const httplib::Request& req, httplib::Response& res) const {
-    const std::string id = req.matches[1];
+  void delete_file(const http::Request& req, http::Response& res) const {
+    const std::string id = req.path_param("id");
     if (parse_batch_file_id(id)) {
       return send_error(res, field_error(ErrorCode::kInvalidArgument,
                                          "'" + id +
@@ -224,12 +241,12 @@ class BatchRoutes {
     send_json(res, OrderedJson{{"id", id}, {"object", "file"}, {"deleted", true}});
   }
 
-  void create_batch(const httplib::Request& req, httplib::Response& res) const {
+  void create_batch(const http::Request& req, http::Response& res) const {
     Result<jobs::Submission> submission = batch_submission(req);
     if (!submission.ok()) return send_error(res, submission.status());
     std::string key = fresh_batch_key();
     if (req.has_header("Idempotency-Key")) {
-      const std::string given = req.get_header_value("Idempotency-Key");
+      const std::string given = req.header("Idempotency-Key");
       if (given.empty() || given.size() > kMaxIdempotencyKeyBytes) {
         return send_error(
             res, field_error(ErrorCode::kInvalidField, "an Idempotency-Key has 1 to 200 bytes",
@@ -249,13 +266,13 @@ class BatchRoutes {
     send_json(res, batch_object(submitted->job));
   }
 
-  void get_batch(const httplib::Request& req, httplib::Response& res) const {
-    Result<JobInfo> job = load_batch(store_, req.matches[1]);
+  void get_batch(const http::Request& req, http::Response& res) const {
+    Result<JobInfo> job = load_batch(store_, req.path_param("id"));
     if (!job.ok()) return send_error(res, job.status());
     send_json(res, batch_object(*job));
   }
 
-  void list_batches(const httplib::Request& req, httplib::Response& res) const {
+  void list_batches(const http::Request& req, http::Response& res) const {
     Result<int64_t> limit = query_limit(req, 20, 100);  // OpenAI's default and maximum
     if (!limit.ok()) return send_error(res, limit.status());
     const jobs::JobFilter filter{
@@ -265,8 +282,8 @@ class BatchRoutes {
     send_json(res, list_object(*listed, *limit, batch_object));
   }
 
-  void cancel_batch(const httplib::Request& req, httplib::Response& res) const {
-    Result<JobInfo> job = load_batch(store_, req.matches[1]);
+  void cancel_batch(const http::Request& req, http::Response& res) const {
+    Result<JobInfo> job = load_batch(store_, req.path_param("id"));
     if (!job.ok()) return send_error(res, job.status());
     Result<JobInfo> cancelled = store_.cancel(job->id);
     if (!cancelled.ok()) return send_error(res, cancelled.status());
@@ -276,7 +293,7 @@ class BatchRoutes {
  private:
   // The body of batches.create and its input file, as a submission whose every request targets
   // the batch's endpoint; lines that do not are per-line errors, as OpenAI reports them.
-  Result<jobs::Submission> batch_submission(const httplib::Request& req) const {
+  Result<jobs::Submission> batch_submission(const http::Request& req) const {
     SYN_ASSIGN_OR_RETURN(const OrderedJson root, parse_json_body(req.body));
     jobs::OpenAiBatch batch;
     SYN_ASSIGN_OR_RETURN(batch.input_file_id, required_string(root, "input_file_id"));
@@ -323,24 +340,23 @@ class BatchRoutes {
 
 }  // namespace
 
-void add_batch_routes(httplib::Server& http, const JobsApi& jobs) {
-  // Shared by the handlers, which httplib copies; it lives as long as the server's routes.
+void add_batch_routes(http::Router& router, const JobsApi& jobs) {
+  // Shared by the handlers, which the router copies; it lives as long as the server's routes.
   auto routes = std::make_shared<const BatchRoutes>(jobs);
-  auto bind = [routes](void (BatchRoutes::*handler)(const httplib::Request&, httplib::Response&)
-                           const) {
-    return [routes, handler](const httplib::Request& req, httplib::Response& res) {
+  auto bind = [routes](void (BatchRoutes::*handler)(const http::Request&, http::Response&) const) {
+    return [routes, handler](const http::Request& req, http::Response& res) {
       ((*routes).*handler)(req, res);
     };
   };
-  http.Post("/v1/files", bind(&BatchRoutes::upload_file));
-  http.Get("/v1/files", bind(&BatchRoutes::list_files));
-  http.Get(R"(/v1/files/([^/]+)/content)", bind(&BatchRoutes::file_content));
-  http.Get(R"(/v1/files/([^/]+))", bind(&BatchRoutes::get_file));
-  http.Delete(R"(/v1/files/([^/]+))", bind(&BatchRoutes::delete_file));
-  http.Post("/v1/batches", bind(&BatchRoutes::create_batch));
-  http.Get("/v1/batches", bind(&BatchRoutes::list_batches));
-  http.Get(R"(/v1/batches/([^/]+))", bind(&BatchRoutes::get_batch));
-  http.Post(R"(/v1/batches/([^/]+)/cancel)", bind(&BatchRoutes::cancel_batch));
+  router.add("POST", "/v1/files", bind(&BatchRoutes::upload_file));
+  router.add("GET", "/v1/files", bind(&BatchRoutes::list_files));
+  router.add("GET", "/v1/files/{id}/content", bind(&BatchRoutes::file_content));
+  router.add("GET", "/v1/files/{id}", bind(&BatchRoutes::get_file));
+  router.add("DELETE", "/v1/files/{id}", bind(&BatchRoutes::delete_file));
+  router.add("POST", "/v1/batches", bind(&BatchRoutes::create_batch));
+  router.add("GET", "/v1/batches", bind(&BatchRoutes::list_batches));
+  router.add("GET", "/v1/batches/{id}", bind(&BatchRoutes::get_batch));
+  router.add("POST", "/v1/batches/{id}/cancel", bind(&BatchRoutes::cancel_batch));
 }
 
 }  // namespace synapse::server

@@ -7,12 +7,11 @@
 // store and serialize; the job executor runs the work. Private to the server library.
 #pragma once
 
-#include <httplib.h>
-
+#include "http/router.h"
 #include "server/jobs_api.h"
 
 namespace synapse::server {
 
-void add_batch_routes(httplib::Server& http, const JobsApi& jobs);
+void add_batch_routes(http::Router& router, const JobsApi& jobs);
 
 }  // namespace synapse::server

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/embedding_routes.h"
 
-#include <httplib.h>
-
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -12,7 +10,6 @@
 
 #include "api/api_error.h"
 #include "encoder/decoder_embedder.h"
-#include "server/connection_probe.h"
 #include "server/http_reply.h"
 #include "server/inference_routes.h"
 
@@ -381,12 +378,11 @@ class Routes {
   Routes(const Embeddings* bert, const Inference* decoder, const api::RequestLimits& limits)
       : bert_(bert), decoder_(decoder), limits_(limits) {}
 
-  void embeddings(const httplib::Request& req, httplib::Response& res) const {
+  void embeddings(const http::Request& req, http::Response& res) const {
     Result<serve::RequestClass> c = request_class(body_priority(req.body), req);
     if (!c.ok()) return send_error(res, c.status());
-    ConnectionProbe probe(req.remote_addr, req.remote_port, req.local_port);
-    Result<std::string> body = run_embeddings_request(bert_, decoder_, req.body, *c,
-                                                      [&probe] { return probe.peer_closed(); });
+    Result<std::string> body =
+        run_embeddings_request(bert_, decoder_, req.body, *c, [&req] { return req.client_gone(); });
     if (body.ok()) return res.set_content(*body, std::string(kJson));
     const Status& s = body.status();
     if (s.code() == ErrorCode::kCancelled) {
@@ -401,7 +397,7 @@ class Routes {
     send_error(res, s, retry_s);
   }
 
-  void rerank(const httplib::Request& req, httplib::Response& res) const {
+  void rerank(const http::Request& req, http::Response& res) const {
     Result<Json> parsed = parse_object(req.body);
     if (!parsed.ok()) return send_error(res, parsed.status());
     const Json& body = *parsed;
@@ -491,7 +487,7 @@ class Routes {
  private:
   // Submits and waits for the outcome; false when an error (or nothing, the client having gone)
   // was answered instead.
-  bool submit_and_wait(serve::EmbeddingJob job, const httplib::Request& req, httplib::Response& res,
+  bool submit_and_wait(serve::EmbeddingJob job, const http::Request& req, http::Response& res,
                        std::shared_ptr<serve::EmbeddingTicket>& ticket) const {
     serve::EmbeddingService& service = *bert_->service;
     Result<std::shared_ptr<serve::EmbeddingTicket>> submitted = service.submit(std::move(job));
@@ -502,9 +498,8 @@ class Routes {
       return false;
     }
     ticket = std::move(*submitted);
-    ConnectionProbe probe(req.remote_addr, req.remote_port, req.local_port);
     while (!ticket->wait_for(kPollInterval)) {
-      if (probe.peer_closed()) {
+      if (req.client_gone()) {
         ticket->cancel();  // skipped if it has not started
         res.status = kClientClosedRequest;
         return false;
@@ -524,21 +519,21 @@ class Routes {
 
 }  // namespace
 
-void add_embedding_routes(httplib::Server& http, const Embeddings* bert, const Inference* decoder,
+void add_embedding_routes(http::Router& router, const Embeddings* bert, const Inference* decoder,
                           const api::RequestLimits& limits) {
   auto routes = std::make_shared<const Routes>(bert, decoder, limits);
-  http.Post("/v1/embeddings", [routes](const httplib::Request& req, httplib::Response& res) {
+  router.add("POST", "/v1/embeddings", [routes](const http::Request& req, http::Response& res) {
     routes->embeddings(req, res);
   });
   if (bert == nullptr) return;  // a decoder does not rerank (add_wrong_model_routes says so)
   for (const char* path : {"/v1/rerank", "/rerank"}) {
-    http.Post(path, [routes](const httplib::Request& req, httplib::Response& res) {
+    router.add("POST", path, [routes](const http::Request& req, http::Response& res) {
       routes->rerank(req, res);
     });
   }
 }
 
-void add_wrong_model_routes(httplib::Server& http, const std::string& model_id, bool generation) {
+void add_wrong_model_routes(http::Router& router, const std::string& model_id, bool generation) {
   const std::string message =
       generation ? "the model '" + model_id +
                        "' is an embedding model; this server answers /v1/embeddings and "
@@ -546,13 +541,15 @@ void add_wrong_model_routes(httplib::Server& http, const std::string& model_id, 
                  : "the model '" + model_id +
                        "' generates text; rerank needs an encoder (BERT-family) cross-encoder "
                        "model served on its own";
-  auto handler = [message](const httplib::Request&, httplib::Response& res) {
+  auto handler = [message](const http::Request&, http::Response& res) {
     send_error(res, field_error(ErrorCode::kUnsupportedParameter, "model", message));
   };
   if (generation) {
-    for (const char* path : {"/v1/completions", "/v1/chat/completions"}) http.Post(path, handler);
+    for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+      router.add("POST", path, handler);
+    }
   } else {
-    for (const char* path : {"/v1/rerank", "/rerank"}) http.Post(path, handler);
+    for (const char* path : {"/v1/rerank", "/rerank"}) router.add("POST", path, handler);
   }
 }
 

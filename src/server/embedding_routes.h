@@ -16,12 +16,9 @@
 
 #include "api/requests.h"
 #include "base/status.h"
+#include "http/router.h"
 #include "serve/request.h"
 #include "server/inference.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace synapse::server {
 
@@ -46,11 +43,11 @@ Result<std::string> run_embeddings_request(const Embeddings* bert, const Inferen
                                            const std::function<bool()>& cancelled = {});
 
 // Registers /v1/embeddings on `bert` or `decoder` (one of them), and /v1/rerank for `bert`.
-void add_embedding_routes(httplib::Server& http, const Embeddings* bert, const Inference* decoder,
+void add_embedding_routes(http::Router& router, const Embeddings* bert, const Inference* decoder,
                           const api::RequestLimits& limits);
 
 // Routes that answer "this server's model does not do that": `generation` true registers the
 // generation routes (an encoder model), false the rerank routes (a decoder model).
-void add_wrong_model_routes(httplib::Server& http, const std::string& model_id, bool generation);
+void add_wrong_model_routes(http::Router& router, const std::string& model_id, bool generation);
 
 }  // namespace synapse::server

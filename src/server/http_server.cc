@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/http_server.h"
 
-#include <httplib.h>
-
-#include <chrono>
 #include <cstdlib>
 
 #include "api/api_error.h"
 #include "api/requests.h"
+#include "http/router.h"
 #include "server/batch_routes.h"
 #include "server/embedding_routes.h"
 #include "server/http_reply.h"
@@ -28,7 +26,114 @@ bool same_key(std::string_view given, std::string_view expected) {
   return diff == 0 && !expected.empty();
 }
 
+// A client's path as echoed in an error: bounded, so a megabyte path is not sent back.
+std::string bounded(std::string_view text) {
+  constexpr size_t kMaxEcho = 128;
+  if (text.size() <= kMaxEcho) return std::string(text);
+  size_t cut = kMaxEcho;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+  return std::string(text.substr(0, cut)) + "...";
+}
+
+// Every path but /health needs the key when one is set. Runs on the request head, before the
+// body is read: an unauthenticated client cannot make the server read (or wait for) a body.
+std::optional<http::Response> check_api_key(const std::string& key, const http::Request& head) {
+  if (key.empty() || head.path == "/health") return std::nullopt;
+  const std::string header = head.header("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  const bool ok = header.size() > kBearer.size() &&
+                  header.compare(0, kBearer.size(), kBearer) == 0 &&
+                  same_key(std::string_view(header).substr(kBearer.size()), key);
+  if (ok) return std::nullopt;
+  http::Response res;
+  send_error(res, Status(ErrorCode::kInvalidApiKey,
+                         header.empty() ? "missing API key (send 'Authorization: Bearer <key>')"
+                                        : "invalid API key"));
+  res.set_header("WWW-Authenticate", "Bearer");
+  return res;
+}
+
+// Errors the HTTP layer answers itself (a malformed request, a timeout, a limit), in OpenAI's
+// shape with the layer's stable code.
+http::Response protocol_error(int http_status, std::string_view code, const std::string& message) {
+  api::ApiError error;
+  error.http_status = http_status;
+  error.message = message;
+  error.type = api::error_type_for_status(http_status);
+  error.code = std::string(code);
+  http::Response res;
+  res.status = http_status;
+  if (http_status == 429 || http_status == 503) res.set_header("Retry-After", "1");
+  res.set_content(api::error_body(error), std::string(kJson));
+  return res;
+}
+
+// The table of every endpoint this server answers, built from what it serves.
+http::Router build_routes(const ServerOptions& options, const HttpMetrics& metrics) {
+  http::Router router;
+  router.add("GET", "/health", [](const http::Request&, http::Response& res) {
+    res.set_content(R"({"status":"ok"})", std::string(kJson));
+  });
+  const std::string models = api::models_response(options.models);
+  router.add("GET", "/v1/models", [models](const http::Request&, http::Response& res) {
+    res.set_content(models, std::string(kJson));
+  });
+  api::RequestLimits limits;
+  limits.max_body_bytes = options.max_body_bytes;
+  const Inference* inference = options.inference;
+  if (inference != nullptr) {
+    add_inference_routes(router, *inference, limits);
+    add_embedding_routes(router, nullptr, inference, limits);
+    add_wrong_model_routes(router, inference->model_id, /*generation=*/false);
+  }
+  if (options.embeddings != nullptr) {
+    add_embedding_routes(router, options.embeddings, nullptr, limits);
+    add_wrong_model_routes(router, options.embeddings->model_id, /*generation=*/true);
+  }
+  if (options.jobs != nullptr && options.jobs->store != nullptr) {
+    add_job_routes(router, *options.jobs);
+    add_batch_routes(router, *options.jobs);
+  }
+  // The service's metrics (when there is one) and the HTTP counts.
+  router.add("GET", "/metrics", [&metrics, inference](const http::Request&, http::Response& res) {
+    std::string text = inference != nullptr ? inference->service->render_prometheus() : "";
+    text += metrics.render_prometheus();
+    res.set_content(text, "text/plain; version=0.0.4");
+  });
+  return router;
+}
+
 }  // namespace
+
+http::ServerHooks make_server_hooks(const ServerOptions& options, HttpMetrics& metrics) {
+  auto router = std::make_shared<const http::Router>(build_routes(options, metrics));
+  http::ServerHooks hooks;
+  hooks.handler = [router](http::Request& req, http::Response& res) {
+    const http::Router::Match match = router->match(req);
+    switch (match.kind) {
+      case http::Router::Match::Kind::kFound:
+        return match.route->handler(req, res);
+      case http::Router::Match::Kind::kMethodNotAllowed:
+        send_error(res, Status(ErrorCode::kInvalidArgument, "method " + bounded(req.method) +
+                                                                " not allowed; this path takes " +
+                                                                match.allow));
+        res.status = 405;
+        res.set_header("Allow", match.allow);
+        return;
+      case http::Router::Match::Kind::kNotFound:
+        return send_error(res, Status(ErrorCode::kNotFound,
+                                      "no route " + bounded(req.method) + " " + bounded(req.path)));
+    }
+  };
+  hooks.gate = [key = options.api_key](const http::Request& head) {
+    return check_api_key(key, head);
+  };
+  hooks.error = protocol_error;
+  hooks.observer = [&metrics](const http::Request& req, int status) {
+    metrics.count(req.path, status);
+  };
+  return hooks;
+}
 
 std::string resolve_api_key(const std::string& flag_value) {
   if (!flag_value.empty()) return flag_value;
@@ -37,133 +142,39 @@ std::string resolve_api_key(const std::string& flag_value) {
   return env != nullptr ? std::string(env) : std::string();
 }
 
-struct HttpServer::Impl {
-  httplib::Server http;
-  std::atomic<bool> listen_returned{false};
-  socket_t listen_socket = INVALID_SOCKET;
-};
-
-HttpServer::HttpServer(ServerOptions options)
-    : options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {}
 
 HttpServer::~HttpServer() { stop(); }
 
 Status HttpServer::start() {
-  httplib::Server& http = impl_->http;
-  const int threads = std::max(1, options_.threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http.set_payload_max_length(options_.max_body_bytes);
-  http.set_read_timeout(options_.read_timeout_s, 0);
-  http.set_write_timeout(options_.write_timeout_s, 0);
-  http.set_keep_alive_max_count(100);
-  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a second server
-  // bind the same port and silently take half the connections.
-  http.set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    impl_->listen_socket = sock;
-  });
+  http::ServerOptions o;
+  o.host = options_.host;
+  o.port = options_.port;
+  o.threads = std::max(1, options_.threads);
+  o.parser.max_body_bytes = options_.max_body_bytes;
+  o.header_timeout_ms = options_.header_timeout_s * 1000;
+  o.body_timeout_ms = options_.body_timeout_s * 1000;
+  o.body_min_rate = options_.body_min_rate;
+  o.idle_timeout_ms = options_.idle_timeout_s * 1000;
+  o.write_timeout_ms = options_.write_timeout_s * 1000;
+  o.max_connections = options_.max_connections;
+  o.max_connections_per_client = options_.max_connections_per_client;
 
-  // Authentication before routing: every path but /health needs the key when one is set.
-  const std::string key = options_.api_key;
-  http.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
-    if (key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    const std::string header = req.get_header_value("Authorization");
-    constexpr std::string_view kBearer = "Bearer ";
-    const bool ok = header.size() > kBearer.size() &&
-                    header.compare(0, kBearer.size(), kBearer) == 0 &&
-                    same_key(std::string_view(header).substr(kBearer.size()), key);
-    if (ok) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, Status(ErrorCode::kInvalidApiKey,
-                           header.empty() ? "missing API key (send 'Authorization: Bearer <key>')"
-                                          : "invalid API key"));
-    res.set_header("WWW-Authenticate", "Bearer");
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  server_ = std::make_unique<http::Server>(std::move(o), make_server_hooks(options_, metrics_));
+  return server_->start();
+}
 
-  http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", std::string(kJson));
-  });
-  const std::string models = api::models_response(options_.models);
-  http.Get("/v1/models", [models](const httplib::Request&, httplib::Response& res) {
-    res.set_content(models, std::string(kJson));
-  });
+int HttpServer::port() const { return server_ ? server_->port() : 0; }
 
-  const Inference* inference = options_.inference;
-  if (inference != nullptr) {
-    api::RequestLimits limits;
-    limits.max_body_bytes = options_.max_body_bytes;
-    add_inference_routes(http, *inference, limits);
-    add_embedding_routes(http, nullptr, inference, limits);
-    add_wrong_model_routes(http, inference->model_id, /*generation=*/false);
-  }
-  if (options_.embeddings != nullptr) {
-    api::RequestLimits limits;
-    limits.max_body_bytes = options_.max_body_bytes;
-    add_embedding_routes(http, options_.embeddings, nullptr, limits);
-    add_wrong_model_routes(http, options_.embeddings->model_id, /*generation=*/true);
-  }
-  if (options_.jobs != nullptr && options_.jobs->store != nullptr) {
-    add_job_routes(http, *options_.jobs);
-    add_batch_routes(http, *options_.jobs);
-  }
-  // The service's metrics (when there is one) and the HTTP counts.
-  http.Get("/metrics", [this, inference](const httplib::Request&, httplib::Response& res) {
-    std::string text = inference != nullptr ? inference->service->render_prometheus() : "";
-    text += metrics_.render_prometheus();
-    res.set_content(text, "text/plain; version=0.0.4");
-  });
-  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    metrics_.count(req.path, res.status);
-  });
-
-  // Anything else, and errors httplib raises itself (413 for a body over the limit), in
-  // OpenAI's error shape.
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // a handler already wrote its error
-    if (res.status == 413) {
-      send_error(res, Status(ErrorCode::kRequestTooLarge, "request body too large"));
-    } else if (res.status == 404) {
-      send_error(res, Status(ErrorCode::kNotFound, "no route " + req.method + " " + req.path));
-    } else if (res.status == 405) {
-      send_error(res, Status(ErrorCode::kInvalidArgument, "method not allowed"));
-      res.status = 405;
-    }
-  });
-  http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
-        send_error(res, Status(ErrorCode::kInternal, "internal error"));
-      });
-
-  if (options_.port == 0) {
-    port_ = http.bind_to_any_port(options_.host);
-  } else {
-    port_ = http.bind_to_port(options_.host, options_.port) ? options_.port : -1;
-  }
-  if (port_ <= 0) {
-    return Status(ErrorCode::kUnavailable,
-                  "cannot listen on " + options_.host + ":" + std::to_string(options_.port));
-  }
-  // httplib 0.11 listens with a backlog of 5: a burst of clients (200 at once) would have their
-  // connections dropped and retried for seconds before anyone can answer them, even with a 429.
-  // listen() again on the bound socket raises it.
-  if (impl_->listen_socket != INVALID_SOCKET) ::listen(impl_->listen_socket, SOMAXCONN);
-  running_ = true;
-  listener_ = std::thread([this] {
-    impl_->http.listen_after_bind();
-    impl_->listen_returned = true;
-  });
-  // httplib 0.11's stop() does nothing until the accept loop runs, so a stop() right after
-  // start() would leave the loop running forever; wait for it (milliseconds).
-  while (!http.is_running() && !impl_->listen_returned)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return ok_status();
+void HttpServer::shutdown(std::chrono::steady_clock::time_point deadline) {
+  if (!server_) return;
+  server_->begin_shutdown();
+  server_->wait_idle(deadline);
+  server_->stop();
 }
 
 void HttpServer::stop() {
-  if (!running_.exchange(false)) return;
-  impl_->http.stop();  // closes the listening socket; the pool finishes requests in flight
-  if (listener_.joinable()) listener_.join();
+  if (server_) server_->stop();
 }
 
 }  // namespace synapse::server

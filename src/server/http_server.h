@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
-// The HTTP front of `synapse serve`. It binds to loopback unless told otherwise, checks the API
-// key on every route except /health, bounds request bodies and socket time, answers errors in
-// OpenAI's shape, counts requests for /metrics, and shuts down gracefully. With an `Inference`
-// it also serves the generation routes (inference_routes.h). HTTP threads never touch tensors
-// (docs/ARCHITECTURE.md, threading model): they submit to the Service and stream its events.
+// The HTTP front of `synapse serve`: the route table of every endpoint over the http::Server. It
+// binds to loopback unless told otherwise, checks the API key on every route except /health as
+// soon as a request's head is in (before its body), bounds request bodies, connection time and
+// connections per client, answers errors in OpenAI's shape, counts requests for /metrics, and
+// shuts down gracefully (every response in flight written before the listener's threads stop).
+// With an `Inference` it also serves the generation routes (inference_routes.h). HTTP threads
+// never touch tensors (docs/ARCHITECTURE.md, threading model): they submit to the Service and
+// stream its events.
 #pragma once
 
-#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "api/responses.h"
 #include "base/status.h"
+#include "http/server.h"
 #include "server/http_metrics.h"
 #include "server/inference.h"
 #include "server/jobs_api.h"
@@ -26,11 +29,21 @@ struct ServerOptions {
   int port = 8080;                 // 0: any free port (see HttpServer::port())
   std::string api_key;             // empty: no authentication
   size_t max_body_bytes = 8u << 20;
-  int read_timeout_s = 30;   // a client that stalls while sending its request is dropped
-  int write_timeout_s = 60;  // a client that stops reading its response is dropped
-  // Connection threads. A generation request holds its thread until it ends (running or
-  // queued), so `synapse serve` sizes this to the admitted requests plus spare threads for quick
-  // answers (429s, /health, /metrics).
+  // Time bounds on a connection (http/server.h): the request head must arrive within
+  // header_timeout_s; the body within body_timeout_s plus a second per body_min_rate bytes; an
+  // idle keep-alive connection is closed after idle_timeout_s; a client that stops reading its
+  // response for write_timeout_s is dropped.
+  int header_timeout_s = 10;
+  int body_timeout_s = 10;
+  size_t body_min_rate = 1024;  // bytes per second
+  int idle_timeout_s = 5;
+  int write_timeout_s = 60;
+  size_t max_connections = 1024;
+  size_t max_connections_per_client = 256;
+  // Handler threads. A generation request holds its thread until it ends (running or queued),
+  // so `synapse serve` sizes this to the admitted requests plus spare threads for quick answers
+  // (429s, /health, /metrics). Connections that are still sending their request, or idle, hold
+  // no thread.
   int threads = 8;
   std::vector<api::ModelInfo> models;
   const Inference* inference = nullptr;  // not owned; none: no generation routes
@@ -39,6 +52,12 @@ struct ServerOptions {
   // Not owned; the durable job routes (/v1/jobs, /v1/files, /v1/batches) when set.
   const JobsApi* jobs = nullptr;
 };
+
+// What the http::Server runs for these options: the table of every endpoint (routes for what
+// `options` serves, 404/405 for the rest), the API-key gate, errors in OpenAI's shape, the
+// metrics count. HttpServer::start uses it; the HTTP fuzz target drives it without sockets.
+// `options` (and what it points to) and `metrics` must outlive the hooks.
+http::ServerHooks make_server_hooks(const ServerOptions& options, HttpMetrics& metrics);
 
 // The key from --api-key, else the SYNAPSE_API_KEY environment variable, else none.
 std::string resolve_api_key(const std::string& flag_value);
@@ -50,20 +69,20 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds and starts serving on a background thread; unavailable when the address is taken.
+  // Binds and starts serving on background threads; unavailable when the address is taken.
   Status start();
-  int port() const { return port_; }
-  // Stops accepting, lets requests in flight finish, joins the threads. Idempotent.
+  int port() const;
+  // Graceful end: stops accepting and closing idle connections, then waits until every response
+  // in flight has been written (streams to their last event) or `deadline`, then stops. Call it
+  // once the service has finished its own requests, so that what remains is writing.
+  void shutdown(std::chrono::steady_clock::time_point deadline);
+  // Stops at once: responses still being written are cut. Idempotent.
   void stop();
 
  private:
-  struct Impl;
   ServerOptions options_;
   HttpMetrics metrics_;
-  std::unique_ptr<Impl> impl_;
-  std::thread listener_;
-  int port_ = 0;
-  std::atomic<bool> running_{false};
+  std::unique_ptr<http::Server> server_;
 };
 
 }  // namespace synapse::server

@@ -11,7 +11,6 @@
 
 #include "api/api_error.h"
 #include "api/responses.h"
-#include "server/connection_probe.h"
 #include "server/generation_call.h"
 #include "server/http_reply.h"
 
@@ -115,14 +114,14 @@ class Routes {
   // X-Synapse-Class header; a job item runs in its job's class.
   using ClassChoice = std::function<Result<serve::RequestClass>(const std::string& priority)>;
 
-  void completions(const httplib::Request& req, httplib::Response& res) const {
+  void completions(const http::Request& req, http::Response& res) const {
     Result<Prepared> p = prepare_completion(req.body, http_class(req));
     if (!p.ok()) return send_error(res, p.status());
     if (p->request.max_tokens == 0) return answer_empty(*p, res);  // only the (echoed) prompt
     run(std::move(*p), req, res);
   }
 
-  void chat_completions(const httplib::Request& req, httplib::Response& res) const {
+  void chat_completions(const http::Request& req, http::Response& res) const {
     Result<Prepared> p = prepare_chat(req.body, http_class(req));
     if (!p.ok()) return send_error(res, p.status());
     run(std::move(*p), req, res);
@@ -152,7 +151,7 @@ class Routes {
     return collect(*p, prompt_tokens, *handle, [&] { return cancelled(); });
   }
 
-  void tokenize(const httplib::Request& req, httplib::Response& res) const {
+  void tokenize(const http::Request& req, http::Response& res) const {
     Result<api::TokenizeRequest> body = api::parse_tokenize_request(req.body, limits_);
     if (!body.ok()) return send_error(res, body.status());
     const std::vector<int32_t> ids = inf_.tokenizer->encode(
@@ -165,7 +164,7 @@ class Routes {
     res.set_content(api::tokenize_response(pieces, body->with_pieces), std::string(kJson));
   }
 
-  void detokenize(const httplib::Request& req, httplib::Response& res) const {
+  void detokenize(const http::Request& req, http::Response& res) const {
     Result<api::DetokenizeRequest> body = api::parse_detokenize_request(req.body, limits_);
     if (!body.ok()) return send_error(res, body.status());
     Result<std::string> text = inf_.tokenizer->decode(body->tokens);
@@ -177,7 +176,7 @@ class Routes {
   }
 
  private:
-  ClassChoice http_class(const httplib::Request& req) const {
+  ClassChoice http_class(const http::Request& req) const {
     return [&req](const std::string& priority) { return request_class(priority, req); };
   }
 
@@ -295,7 +294,7 @@ class Routes {
     return api::completion_response(p.meta, empty_result(p));
   }
 
-  void answer_empty(const Prepared& p, httplib::Response& res) const {
+  void answer_empty(const Prepared& p, http::Response& res) const {
     const api::CompletionResult result = empty_result(p);
     if (p.stream.stream) {
       std::string body = api::completion_chunk(p.meta, result.text, result.finish_reason);
@@ -357,7 +356,7 @@ class Routes {
   }
 
   // Submits and answers: one JSON object, or a stream of server-sent events.
-  void run(Prepared p, const httplib::Request& req, httplib::Response& res) const {
+  void run(Prepared p, const http::Request& req, http::Response& res) const {
     const serve::RequestClass c = p.request.request_class;
     const size_t prompt_tokens = p.request.prompt.size();
     Result<std::shared_ptr<serve::RequestHandle>> submitted = submit(p);
@@ -368,15 +367,10 @@ class Routes {
                         retry ? std::optional(inf_.service->retry_after_s(c)) : std::nullopt);
     }
     std::shared_ptr<serve::RequestHandle> handle = std::move(*submitted);
-    auto probe =
-        std::make_shared<ConnectionProbe>(req.remote_addr, req.remote_port, req.local_port);
-    if (p.stream.stream) {
-      return stream(std::move(p), prompt_tokens, std::move(handle), std::move(probe), res);
-    }
-    // Events may come every few milliseconds, so the probe runs on time, not on timeouts.
+    if (p.stream.stream) return stream(std::move(p), prompt_tokens, std::move(handle), res);
     bool client_gone = false;
     Result<std::string> body = collect(p, prompt_tokens, *handle, [&] {
-      client_gone = probe->peer_closed_every(kPollInterval);
+      client_gone = req.client_gone();
       return client_gone;
     });
     if (client_gone) {
@@ -387,26 +381,26 @@ class Routes {
     res.set_content(std::move(*body), std::string(kJson));
   }
 
-  // The stream's state lives in the content provider, which httplib calls after the handler
-  // returns, until it says the stream is done or a write fails.
+  // The stream's state lives in the producer, which the server calls after the handler returns,
+  // until it says the stream is over or a write fails.
   struct Stream {
     const tokenizer::Tokenizer* tokenizer = nullptr;
     Prepared p;
     size_t prompt_tokens = 0;
     std::shared_ptr<serve::RequestHandle> handle;
-    std::shared_ptr<ConnectionProbe> probe;
     bool started = false;
     bool done = false;
     int64_t text_offset = 0;
 
-    bool write(httplib::DataSink& sink, const std::string& data) {
-      if (sink.write(data.data(), data.size())) return true;
+    bool write(http::StreamSink& sink, const std::string& data) {
+      if (sink.write(data)) return true;
       handle->cancel();  // the client has gone
       return false;
     }
 
-    // One call: waits for one event (or a poll interval) and writes what it brings.
-    bool pump(httplib::DataSink& sink) {
+    // One call: waits for one event (or a poll interval) and writes what it brings; false once
+    // the stream is over (ended, or the client gone).
+    bool pump(http::StreamSink& sink) {
       if (!started) {
         started = true;
         std::string first = p.echo;
@@ -421,15 +415,14 @@ class Routes {
       }
       serve::GenerationEvent e;
       const auto wait = handle->next_for(e, kPollInterval);
-      if (probe->peer_closed_every(kPollInterval)) {
+      if (sink.client_gone()) {
         handle->cancel();
         return false;
       }
       if (wait == serve::RequestHandle::Wait::kTimeout) return true;
       if (wait == serve::RequestHandle::Wait::kFinished) {
         done = true;
-        sink.done();
-        return true;
+        return false;
       }
       std::vector<api::TokenLogprob> logprobs;
       if (p.logprobs) append_logprobs(*tokenizer, e, logprobs);
@@ -460,27 +453,24 @@ class Routes {
       tail += api::sse_done();
       if (!write(sink, tail)) return false;
       done = true;
-      sink.done();
-      return true;
+      return false;
     }
   };
 
   void stream(Prepared p, size_t prompt_tokens, std::shared_ptr<serve::RequestHandle> handle,
-              std::shared_ptr<ConnectionProbe> probe, httplib::Response& res) const {
+              http::Response& res) const {
     auto state = std::make_shared<Stream>();
     state->tokenizer = inf_.tokenizer;
     state->prompt_tokens = prompt_tokens;
     state->p = std::move(p);
     state->handle = std::move(handle);
-    state->probe = std::move(probe);
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [state](size_t /*offset*/, httplib::DataSink& sink) { return state->pump(sink); },
+    res.set_stream(
+        "text/event-stream", [state](http::StreamSink& sink) { return state->pump(sink); },
         // Called when the stream ends for any reason; one that did not finish is cancelled
-        // (the server stopping, a failed write httplib saw first).
-        [state](bool /*success*/) {
+        // (the server stopping, a failed write).
+        [state] {
           if (!state->done) state->handle->cancel();
         });
   }
@@ -491,11 +481,10 @@ class Routes {
 
 }  // namespace
 
-Result<serve::RequestClass> request_class(const std::string& priority,
-                                          const httplib::Request& req) {
+Result<serve::RequestClass> request_class(const std::string& priority, const http::Request& req) {
   if (!priority.empty()) return *serve::request_class_from_name(priority);
   if (!req.has_header(kClassHeader)) return serve::RequestClass::kInteractive;
-  const std::string name = req.get_header_value(kClassHeader);
+  const std::string name = req.header(kClassHeader);
   if (auto c = serve::request_class_from_name(name)) return *c;
   return Status(ErrorCode::kInvalidValue,
                 std::string(kClassHeader) + " must be 'interactive', 'batch' or 'background'",
@@ -509,19 +498,20 @@ Result<std::string> run_generation_request(const Inference& inference, std::stri
   return Routes(inference, limits).call(url, body, request_class, cancelled);
 }
 
-void add_inference_routes(httplib::Server& http, const Inference& inference,
+void add_inference_routes(http::Router& router, const Inference& inference,
                           const api::RequestLimits& limits) {
   auto routes = std::make_shared<const Routes>(inference, limits);
-  http.Post("/v1/completions", [routes](const httplib::Request& req, httplib::Response& res) {
+  router.add("POST", "/v1/completions", [routes](const http::Request& req, http::Response& res) {
     routes->completions(req, res);
   });
-  http.Post("/v1/chat/completions", [routes](const httplib::Request& req, httplib::Response& res) {
-    routes->chat_completions(req, res);
-  });
-  http.Post("/tokenize", [routes](const httplib::Request& req, httplib::Response& res) {
+  router.add("POST", "/v1/chat/completions",
+             [routes](const http::Request& req, http::Response& res) {
+               routes->chat_completions(req, res);
+             });
+  router.add("POST", "/tokenize", [routes](const http::Request& req, http::Response& res) {
     routes->tokenize(req, res);
   });
-  http.Post("/detokenize", [routes](const httplib::Request& req, httplib::Response& res) {
+  router.add("POST", "/detokenize", [routes](const http::Request& req, http::Response& res) {
     routes->detokenize(req, res);
   });
 }

@@ -19,7 +19,7 @@ using Json = nlohmann::ordered_json;
 constexpr const char* kClassParam = "class";
 constexpr const char* kClassHeader = "X-Synapse-Class";
 
-void send_json(httplib::Response& res, const Json& body, int http_status = 200) {
+void send_json(http::Response& res, const Json& body, int http_status = 200) {
   res.status = http_status;
   // Messages can quote user input; never let a stray byte turn a reply into an exception.
   res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), std::string(kJson));
@@ -27,8 +27,8 @@ void send_json(httplib::Response& res, const Json& body, int http_status = 200) 
 
 // The media type without parameters, lower-cased: "application/jsonl; charset=utf-8" →
 // "application/jsonl".
-std::string media_type(const httplib::Request& req) {
-  std::string type = req.get_header_value("Content-Type");
+std::string media_type(const http::Request& req) {
+  std::string type = req.header("Content-Type");
   type = type.substr(0, type.find(';'));
   type.erase(std::remove_if(type.begin(), type.end(),
                             [](unsigned char c) { return std::isspace(c) != 0; }),
@@ -38,19 +38,19 @@ std::string media_type(const httplib::Request& req) {
   return type;
 }
 
-bool is_jsonl(const httplib::Request& req) {
+bool is_jsonl(const http::Request& req) {
   const std::string type = media_type(req);
   return type == "application/jsonl" || type == "application/x-ndjson";
 }
 
 // The class a request names outside its body (query parameter first, then header), if any.
-std::optional<std::string> class_outside_body(const httplib::Request& req) {
-  if (req.has_param(kClassParam)) return req.get_param_value(kClassParam);
-  if (req.has_header(kClassHeader)) return req.get_header_value(kClassHeader);
+std::optional<std::string> class_outside_body(const http::Request& req) {
+  if (req.has_param(kClassParam)) return req.param(kClassParam);
+  if (req.has_header(kClassHeader)) return req.header(kClassHeader);
   return std::nullopt;
 }
 
-Result<jobs::Submission> parse_submission(const JobsApi& api, const httplib::Request& req) {
+Result<jobs::Submission> parse_submission(const JobsApi& api, const http::Request& req) {
   const std::optional<std::string> class_name = class_outside_body(req);
   if (is_jsonl(req)) {
     jobs::JobClass job_class = jobs::JobClass::kBatch;
@@ -70,11 +70,11 @@ Result<jobs::Submission> parse_submission(const JobsApi& api, const httplib::Req
   return jobs::parse_json_submission(req.body, api.limits);
 }
 
-void handle_submit(const JobsApi& api, const httplib::Request& req, httplib::Response& res) {
+void handle_submit(const JobsApi& api, const http::Request& req, http::Response& res) {
   Result<jobs::Submission> submission = parse_submission(api, req);
   if (!submission.ok()) return send_error(res, submission.status());
   std::optional<std::string> key;
-  if (req.has_header("Idempotency-Key")) key = req.get_header_value("Idempotency-Key");
+  if (req.has_header("Idempotency-Key")) key = req.header("Idempotency-Key");
   Result<jobs::SubmitResult> submitted =
       api.store->submit(*submission, key ? std::optional<std::string_view>(*key) : std::nullopt);
   if (!submitted.ok()) return send_error(res, submitted.status());
@@ -84,10 +84,10 @@ void handle_submit(const JobsApi& api, const httplib::Request& req, httplib::Res
   if (submitted->created && api.on_submitted) api.on_submitted();
 }
 
-void handle_list(const JobsApi& api, const httplib::Request& req, httplib::Response& res) {
+void handle_list(const JobsApi& api, const http::Request& req, http::Response& res) {
   const auto param = [&req](const char* name) -> std::optional<std::string> {
     if (!req.has_param(name)) return std::nullopt;
-    return req.get_param_value(name);
+    return req.param(name);
   };
   const std::optional<std::string> status = param("status"), job_class = param("class"),
                                    limit = param("limit"), after = param("after");
@@ -118,16 +118,16 @@ void handle_list(const JobsApi& api, const httplib::Request& req, httplib::Respo
   send_json(res, jobs::job_list_json(*listed, has_more));
 }
 
-void handle_results(const JobsApi& api, const httplib::Request& req, httplib::Response& res) {
+void handle_results(const JobsApi& api, const http::Request& req, http::Response& res) {
   int64_t page = 0;
   if (req.has_param("page")) {
-    Result<int64_t> parsed = jobs::parse_non_negative(req.get_param_value("page"), "page");
+    Result<int64_t> parsed = jobs::parse_non_negative(req.param("page"), "page");
     if (!parsed.ok()) return send_error(res, parsed.status());
     page = *parsed;
   }
   // Not committed yet (or past the last page): the store's not_found, naming the page and how
   // many pages the job has.
-  Result<jobs::ResultPage> result = api.store->result_page(req.matches[1].str(), page);
+  Result<jobs::ResultPage> result = api.store->result_page(req.path_param("id"), page);
   if (!result.ok()) return send_error(res, result.status());
   Result<Json> body = jobs::result_page_json(*result);
   if (!body.ok()) return send_error(res, body.status());
@@ -136,29 +136,26 @@ void handle_results(const JobsApi& api, const httplib::Request& req, httplib::Re
 
 }  // namespace
 
-void add_job_routes(httplib::Server& http, const JobsApi& jobs) {
+void add_job_routes(http::Router& router, const JobsApi& jobs) {
   const JobsApi* api = &jobs;
-  http.Post("/v1/jobs", [api](const httplib::Request& req, httplib::Response& res) {
+  router.add("POST", "/v1/jobs", [api](const http::Request& req, http::Response& res) {
     handle_submit(*api, req, res);
   });
-  http.Get("/v1/jobs", [api](const httplib::Request& req, httplib::Response& res) {
-    handle_list(*api, req, res);
-  });
-  http.Get(R"(/v1/jobs/([^/]+))", [api](const httplib::Request& req, httplib::Response& res) {
-    Result<jobs::JobInfo> job = api->store->get_job(req.matches[1].str());
+  router.add("GET", "/v1/jobs",
+             [api](const http::Request& req, http::Response& res) { handle_list(*api, req, res); });
+  router.add("GET", "/v1/jobs/{id}", [api](const http::Request& req, http::Response& res) {
+    Result<jobs::JobInfo> job = api->store->get_job(req.path_param("id"));
     if (!job.ok()) return send_error(res, job.status());
     send_json(res, jobs::job_json(*job));
   });
-  http.Get(R"(/v1/jobs/([^/]+)/results)",
-           [api](const httplib::Request& req, httplib::Response& res) {
-             handle_results(*api, req, res);
-           });
-  http.Post(R"(/v1/jobs/([^/]+)/cancel)",
-            [api](const httplib::Request& req, httplib::Response& res) {
-              Result<jobs::JobInfo> job = api->store->cancel(req.matches[1].str());
-              if (!job.ok()) return send_error(res, job.status());
-              send_json(res, jobs::job_json(*job));
-            });
+  router.add("GET", "/v1/jobs/{id}/results", [api](const http::Request& req, http::Response& res) {
+    handle_results(*api, req, res);
+  });
+  router.add("POST", "/v1/jobs/{id}/cancel", [api](const http::Request& req, http::Response& res) {
+    Result<jobs::JobInfo> job = api->store->cancel(req.path_param("id"));
+    if (!job.ok()) return send_error(res, job.status());
+    send_json(res, jobs::job_json(*job));
+  });
 }
 
 }  // namespace synapse::server

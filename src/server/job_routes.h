@@ -3,16 +3,15 @@
 // form, or batch JSONL by Content-Type; Idempotency-Key), GET /v1/jobs (filters, cursor),
 // GET /v1/jobs/{id}, GET /v1/jobs/{id}/results?page=N, POST /v1/jobs/{id}/cancel. Handlers only
 // parse, call the JobStore and render (jobs/job_json.h); the executor in `synapse serve` runs the
-// jobs. Private to the server library (httplib types).
+// jobs.
 #pragma once
 
-#include <httplib.h>
-
+#include "http/router.h"
 #include "server/jobs_api.h"
 
 namespace synapse::server {
 
 // `jobs` (and its store) must outlive the server.
-void add_job_routes(httplib::Server& http, const JobsApi& jobs);
+void add_job_routes(http::Router& router, const JobsApi& jobs);
 
 }  // namespace synapse::server

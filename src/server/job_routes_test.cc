@@ -2,8 +2,11 @@
 // The /v1/jobs routes on a free loopback port over a SqliteJobStore in a temporary directory; no
 // model: results are written by the test through the store's lease protocol, as the executor
 // would write them.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +66,25 @@ Json body_of(const httplib::Result& r) {
 std::string error_code_of(const httplib::Result& r) {
   const Json j = body_of(r);
   return j.contains("error") ? j["error"]["code"].get<std::string>() : "(no error) " + r->body;
+}
+
+// Sends `text` on a fresh loopback connection and returns everything the server answers until it
+// closes (the request should say Connection: close).
+std::string raw_exchange(int port, const std::string& text) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+      out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 TEST(JobRoutes, SubmitWithIdempotencyKeyReturnsTheSameJob) {
@@ -283,7 +305,6 @@ TEST(JobRoutes, CancelAndList) {
   EXPECT_EQ(body_of(client.Post("/v1/jobs/" + ids[1] + "/cancel", "", "text/plain"))["status"],
             "cancelled");
   EXPECT_EQ(body_of(client.Get("/v1/jobs/" + ids[1]))["status"], "cancelled");
-
   const auto listed_ids = [](const Json& list) {
     std::vector<std::string> out;
     for (const Json& job : list["data"]) out.push_back(job["id"].get<std::string>());
@@ -317,6 +338,27 @@ TEST(JobRoutes, CancelAndList) {
     EXPECT_EQ(error_code_of(r), "invalid_value") << bad;
     EXPECT_FALSE(body_of(r)["error"]["param"].is_null()) << bad;
   }
+}
+
+// What `curl -X POST .../cancel` sends: no body and no Content-Length (issue 22, finding 4;
+// cpp-httplib answered 400 with an empty body).
+TEST(JobRoutes, CancelWithoutABodyOrLength) {
+  TempDir dir;
+  JobServer s(dir.file("jobs.db"));
+  httplib::Client client = s.client();
+  auto r = client.Post(
+      "/v1/jobs?class=batch",
+      R"({"custom_id":"r","method":"POST","url":"/v1/embeddings","body":{"input":"x"}})",
+      "application/jsonl");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string id = body_of(r)["id"].get<std::string>();
+  const std::string raw = raw_exchange(
+      s.server->port(),
+      "POST /v1/jobs/" + id + "/cancel HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200 ", 0), 0u) << raw;
+  EXPECT_NE(raw.find(R"("status":"cancelled")"), std::string::npos) << raw;
+  EXPECT_EQ(body_of(client.Get("/v1/jobs/" + id))["status"], "cancelled");
 }
 
 TEST(JobRoutes, ApiKeyApplies) {
