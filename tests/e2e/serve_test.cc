@@ -453,5 +453,123 @@ TEST_F(ServeTest, SigtermLetsARunningStreamFinish) {
   EXPECT_EQ(body.find("\"error\""), std::string::npos) << body;
 }
 
+// Issue 25: SIGTERM while the writer is behind the engine. A fail point slows every write of a
+// stream down (100 ms), so the engine has produced the whole completion long before the client
+// has it: the old shutdown stopped the HTTP threads as soon as the engine was done and cut the
+// stream; now every event, the final chunk and [DONE] arrive.
+TEST_F(ServeTest, SigtermWritesTheWholeStreamOfASlowWriter) {
+  ::setenv("SYNAPSE_FAIL_POINTS", "http.write_delay_ms=100", 1);
+  auto server = start("--shutdown-grace 30");
+  ::unsetenv("SYNAPSE_FAIL_POINTS");
+  ASSERT_GT(server->port(), 0);
+  constexpr int kTokens = 24;
+  std::string body;
+  std::thread client([&] {
+    body = http(server->port(), "POST", "/v1/completions", completion_body("Go on:", kTokens, true))
+               .body;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (metric(server->port(), "synapse_active_sequences") < 1.0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(server->stop(), 0);
+  client.join();
+  const std::vector<std::string> events = sse_payloads(body);
+  ASSERT_GE(events.size(), 2u) << body;
+  EXPECT_EQ(events.back(), "[DONE]") << body;
+  const Json last = Json::parse(events[events.size() - 2]);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length") << body;
+  EXPECT_EQ(body.find("\"error\""), std::string::npos) << body;
+}
+
+// The grace period over with the stream still generating: the service cancels it, and the client
+// gets the documented error event and [DONE] rather than a cut connection.
+TEST_F(ServeTest, SigtermPastTheGraceEndsTheStreamWithAnErrorEvent) {
+  auto server = start("--shutdown-grace 0.5");
+  ASSERT_GT(server->port(), 0);
+  std::string body;
+  std::thread client([&] {
+    body =
+        http(server->port(), "POST", "/v1/completions", completion_body("Go on:", 3000, true)).body;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (metric(server->port(), "synapse_active_sequences") < 1.0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(server->stop(), 0);
+  client.join();
+  const std::vector<std::string> events = sse_payloads(body);
+  ASSERT_GE(events.size(), 2u) << body;
+  EXPECT_EQ(events.back(), "[DONE]") << body;
+  const Json error = Json::parse(events[events.size() - 2]);
+  ASSERT_TRUE(error.contains("error")) << body;
+  EXPECT_TRUE(error["error"]["code"] == "unavailable" || error["error"]["code"] == "cancelled")
+      << body;
+}
+
+// Issue 22: 200 connections that trickle their request (a byte every 5 s) against the default
+// bounds. They hold sockets, not threads: /health and a completion keep answering within a
+// second, and every slow connection is answered 408 and closed once the 10 s head timeout is
+// spent. A client without the key is refused as soon as its head is in, before any body.
+TEST_F(ServeTest, SlowClientsCannotTakeTheServerDown) {
+  auto server = start();
+  ASSERT_GT(server->port(), 0);
+  const int port = server->port();
+  std::vector<int> slow;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = connect_loopback(port);
+    ASSERT_GE(fd, 0);
+    // Half never finish their head; half finish it and trickle the body.
+    ASSERT_TRUE(send_all(
+        fd,
+        i % 2 == 0
+            ? std::string("POST /v1/completions HTTP/1.1\r\n")
+            : request_text("POST", "/v1/completions", std::string(500, ' '), kKey).substr(0, 200)));
+    slow.push_back(fd);
+  }
+  const auto start_time = std::chrono::steady_clock::now();
+  for (int round = 0; round < 2; ++round) {
+    auto asked = std::chrono::steady_clock::now();
+    EXPECT_EQ(http(port, "GET", "/health", "", "").status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s);
+    asked = std::chrono::steady_clock::now();
+    EXPECT_EQ(http(port, "POST", "/v1/completions", completion_body("a", 4, false)).status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s);
+    for (int fd : slow) send_all(fd, " ");
+    std::this_thread::sleep_for(5s);
+  }
+  // An unauthenticated head announcing a body: 401 at once, the body never read.
+  {
+    const int fd = connect_loopback(port);
+    ASSERT_TRUE(send_all(fd, "POST /v1/completions HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"));
+    pollfd p{fd, POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 1000), 1);
+    char buf[64] = {0};
+    ASSERT_GT(recv(fd, buf, sizeof buf - 1, 0), 12);
+    EXPECT_EQ(std::string(buf).substr(0, 12), "HTTP/1.1 401");
+    close(fd);
+  }
+  // Every slow connection answered 408 and closed by the head or body timeout (10 s + a little).
+  size_t timed_out = 0;
+  for (int fd : slow) {
+    std::string got;
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 3000) != 1) break;
+      char buf[512];
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    if (got.rfind("HTTP/1.1 408", 0) == 0) ++timed_out;
+    close(fd);
+  }
+  EXPECT_EQ(timed_out, slow.size());
+  EXPECT_LT(std::chrono::steady_clock::now() - start_time, 16s);
+  EXPECT_EQ(server->stop(), 0);
+}
+
 }  // namespace
 }  // namespace synapse
