@@ -5,7 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "base/json_depth.h"
+#include "base/echo.h"
+#include "base/json_body.h"
 #include "base/utf8.h"
 
 namespace synapse::api {
@@ -58,20 +59,8 @@ Status unsupported(const std::string& path, const std::string& why) {
 }
 
 Result<Json> parse_body(std::string_view body, const RequestLimits& limits) {
-  if (body.size() > limits.max_body_bytes) {
-    return Status(ErrorCode::kRequestTooLarge, "request body of " + std::to_string(body.size()) +
-                                                   " bytes exceeds the limit of " +
-                                                   std::to_string(limits.max_body_bytes));
-  }
-  if (json_nesting_depth(body, limits.max_json_depth) > limits.max_json_depth) {
-    return Status(ErrorCode::kInvalidJson, "request body nests deeper than " +
-                                               std::to_string(limits.max_json_depth) + " levels");
-  }
-  Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return Status(ErrorCode::kInvalidJson, "request body is not valid JSON");
-  if (!json.is_object())
-    return Status(ErrorCode::kInvalidJson, "request body must be a JSON object");
-  return json;
+  return parse_json_text<Json>(
+      body, JsonLimits{.max_bytes = limits.max_body_bytes, .max_depth = limits.max_json_depth});
 }
 
 // A field of an object: nullptr when absent or null (OpenAI treats null as "not given").
@@ -106,11 +95,14 @@ Result<std::optional<int64_t>> get_int(const Json& object, std::string_view key,
   const Json* v = field(object, key);
   if (v == nullptr) return std::optional<int64_t>();
   const std::string path = join_path(prefix, key);
+  const std::string range = "must be between " + std::to_string(lo) + " and " + std::to_string(hi);
   int64_t value = 0;
-  if (v->is_number_integer()) {
+  // is_number_integer() is also true for unsigned values: one above INT64_MAX read as int64_t
+  // would wrap negative, so it is refused first, quoted as written.
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t{INT64_MAX}) {
+    return bad_value(path, range + ", got " + v->dump());
+  } else if (v->is_number_integer()) {
     value = v->get<int64_t>();
-  } else if (v->is_number_unsigned()) {
-    return bad_value(path, "is too large");
   } else if (v->is_number_float() && std::isfinite(v->get<double>()) &&
              std::floor(v->get<double>()) == v->get<double>() &&
              std::fabs(v->get<double>()) < 9.0e15) {
@@ -119,8 +111,7 @@ Result<std::optional<int64_t>> get_int(const Json& object, std::string_view key,
     return wrong_type(path, "an integer", *v);
   }
   if (value < lo || value > hi) {
-    return bad_value(path, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                               ", got " + std::to_string(value));
+    return bad_value(path, range + ", got " + std::to_string(value));
   }
   return std::optional<int64_t>(value);
 }
@@ -161,6 +152,9 @@ Result<std::vector<int32_t>> token_array(const Json& array, const std::string& p
     const Json& t = array[i];
     const std::string item = path + "[" + std::to_string(i) + "]";
     if (!t.is_number_integer()) return wrong_type(item, "a token id (an integer)", t);
+    if (t.is_number_unsigned() && t.get<uint64_t>() > uint64_t{INT32_MAX}) {
+      return bad_value(item, "is not a valid token id");  // before get<int64_t> could wrap it
+    }
     const int64_t id = t.get<int64_t>();
     if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
       return bad_value(item, "is not a valid token id");
@@ -203,7 +197,7 @@ Status parse_logit_bias(const Json& body, const RequestLimits& limits,
                      "has more than " + std::to_string(limits.max_logit_bias) + " entries");
   }
   for (const auto& [key, bias] : v->items()) {
-    const std::string path = "logit_bias." + key;
+    const std::string path = "logit_bias." + clip_for_echo(key);
     char* end = nullptr;
     errno = 0;
     const long long id = std::strtoll(key.c_str(), &end, 10);
@@ -274,7 +268,7 @@ Status parse_common(const Json& body, const RequestLimits& limits, std::string& 
     if (!type) return missing("response_format.type");
     if (*type != "text") {
       return unsupported("response_format.type",
-                         "'" + *type + "' is not supported; only 'text' is");
+                         "'" + clip_for_echo(*type) + "' is not supported; only 'text' is");
     }
   }
   return ok_status();
@@ -304,7 +298,7 @@ Result<std::optional<std::string>> parse_content(const Json& message, const std:
     if (!type) return missing(part_path + ".type");
     if (*type != "text") {
       return unsupported(part_path + ".type",
-                         "'" + *type + "' content is not supported; only 'text' is");
+                         "'" + clip_for_echo(*type) + "' content is not supported; only 'text' is");
     }
     SYN_ASSIGN_OR_RETURN(const auto part_text, get_string(part, "text", part_path));
     if (!part_text) return missing(part_path + ".text");

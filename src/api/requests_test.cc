@@ -113,6 +113,61 @@ TEST(ChatRequest, Bounds) {
       ErrorCode::kInvalidValue, "messages");
 }
 
+// Issue 22: hostile bodies get 400 invalid_json from every parser, never a crash or a wrapped
+// number.
+std::string nested_members() {
+  const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+  return "{\"a\":" + deep + ",\"b\":" + deep + "}";
+}
+
+TEST(HostileBody, DeepNestingIsInvalidJsonForEveryParser) {
+  const std::string body = nested_members();
+  expect_error(parse_completion_request(body), ErrorCode::kInvalidJson, "a");
+  expect_error(parse_chat_completion_request(body), ErrorCode::kInvalidJson, "a");
+  expect_error(parse_tokenize_request(body), ErrorCode::kInvalidJson, "a");
+  expect_error(parse_detokenize_request(body), ErrorCode::kInvalidJson, "a");
+  EXPECT_EQ(api_error_from_status(parse_completion_request(body).status()).http_status, 400);
+}
+
+TEST(HostileBody, DuplicateKeysAreRefused) {
+  expect_error(parse_completion_request(R"({"prompt": "a", "prompt": [1, 2]})"),
+               ErrorCode::kInvalidJson, "prompt");
+  expect_error(parse_detokenize_request(R"({"tokens": [1], "x": {"k": 1, "k": 2}})"),
+               ErrorCode::kInvalidJson, "x.k");
+}
+
+TEST(HostileBody, OverflowingNumbersAreQuotedAsGiven) {
+  const auto r = parse_completion_request(R"({"prompt": "a", "max_tokens": 9223372036854775808})");
+  expect_error(r, ErrorCode::kInvalidValue, "max_tokens");
+  EXPECT_NE(r.status().message().find("got 9223372036854775808"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(r.status().message().find('-'), std::string::npos) << r.status().message();
+  const auto seed = parse_completion_request(R"({"prompt": "a", "seed": 18446744073709551615})");
+  expect_error(seed, ErrorCode::kInvalidValue, "seed");
+  EXPECT_NE(seed.status().message().find("18446744073709551615"), std::string::npos);
+  expect_error(parse_completion_request(R"({"prompt": "a", "max_tokens": 1e999})"),
+               ErrorCode::kInvalidJson, "max_tokens");
+  expect_error(parse_completion_request(R"({"prompt": "a", "seed": -99999999999999999999})"),
+               ErrorCode::kInvalidJson, "seed");
+  expect_error(parse_detokenize_request(R"({"tokens": [1, 18446744073709551615]})"),
+               ErrorCode::kInvalidValue, "tokens[1]");
+}
+
+TEST(HostileBody, EchoedValuesAreClipped) {
+  const std::string huge(1 << 20, 'x');
+  const auto r = parse_chat_completion_request(
+      R"({"messages": [{"role": "user", "content": "a"}], "response_format": {"type": ")" + huge +
+      R"("}})");
+  expect_error(r, ErrorCode::kUnsupportedParameter, "response_format.type");
+  EXPECT_LT(r.status().message().size(), 512u);
+  const auto bias =
+      parse_completion_request(R"({"prompt": "a", "logit_bias": {")" + huge + R"(": 1}})");
+  ASSERT_FALSE(bias.ok());
+  EXPECT_EQ(bias.status().code(), ErrorCode::kInvalidValue);
+  EXPECT_LT(bias.status().where().field.size(), 512u);
+  EXPECT_LT(bias.status().message().size(), 512u);
+}
+
 TEST(CompletionRequest, PromptShapes) {
   auto text =
       parse_completion_request(R"({"model": "m", "prompt": "hi", "logprobs": 2, "echo": true})");

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "base/json_body.h"
 #include "base/thread_pool.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -36,7 +37,11 @@ Result<std::vector<std::string>> read_jsonl() {
   std::string line;
   for (size_t number = 1; std::getline(std::cin, line); ++number) {
     if (line.empty()) continue;
-    const Json record = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // Through the one JSON entry point (depth, duplicate keys, overflow); a refusal reads as any
+    // other bad line.
+    Result<Json> parsed = parse_json_text<Json>(line, JsonLimits{.max_bytes = line.size()},
+                                                JsonShape::kAny, "the line");
+    const Json record = parsed.ok() ? std::move(*parsed) : Json(Json::value_t::discarded);
     if (record.is_string()) {
       texts.push_back(record.get<std::string>());
       continue;

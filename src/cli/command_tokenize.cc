@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/json_body.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "format/model_file.h"
@@ -109,7 +110,11 @@ int run_jsonl(const Tokenizer& tok, const Options& o) {
   struct stat input {};
   const bool interactive = ::fstat(0, &input) != 0 || !S_ISREG(input.st_mode);
   for (size_t number = 1; std::getline(std::cin, line); ++number) {
-    const Json record = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // Through the one JSON entry point (depth, duplicate keys, overflow); a refusal reads as any
+    // other bad line.
+    Result<Json> parsed = parse_json_text<Json>(line, JsonLimits{.max_bytes = line.size()},
+                                                JsonShape::kAny, "the line");
+    const Json record = parsed.ok() ? std::move(*parsed) : Json(Json::value_t::discarded);
     const auto text = record.is_object() ? record.find("text") : record.end();
     if (record.is_discarded() || text == record.end() || !text->is_string()) {
       return fail(Status(

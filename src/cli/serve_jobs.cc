@@ -39,6 +39,16 @@ Result<std::unique_ptr<ServeJobs>> ServeJobs::start(const ServeJobsOptions& opti
   }
   jobs->store_ = std::move(*store);
   jobs->api_.store = jobs->store_.get();
+  // A database this process cannot write (a read-only state directory or file): serve anyway, as
+  // docs/jobs.md promises. Job reads answer; submit and cancel answer storage_read_only (503); no
+  // executor runs, as it could not record a result (nor create its lock file beside the database).
+  if (jobs->store_->read_only()) {
+    std::fprintf(stderr,
+                 "synapse serve: the job database %s is read-only: jobs can be listed and read, "
+                 "new jobs are refused (storage_read_only) and none are executed\n",
+                 jobs->database_.c_str());
+    return jobs;
+  }
   if (options.workers > 0) {
     server::JobWorkerOptions worker_options;
     worker_options.lock_path = jobs->database_ + ".executor-lock";

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -136,6 +138,101 @@ TEST(JobStorage, ReadOnlyFileIsATransientErrorAndStaysReadable) {
   ASSERT_TRUE(store.ok());
   EXPECT_FALSE((*store)->read_only());
   EXPECT_EQ((*store)->cancel(id)->state, JobState::kCancelled);
+}
+
+// Issue 22: a read-only state directory (the file itself writable) stopped `synapse serve`:
+// SQLite cannot create the -wal/-shm files there. The store must open read-only and answer reads.
+TEST(JobStorage, ReadOnlyDirectoryOpensReadOnlyAndStaysReadable) {
+  TempDir dir;
+  const std::string state = dir.file("state");
+  ASSERT_TRUE(std::filesystem::create_directory(state));
+  const std::string path = state + "/jobs.db";
+  std::string id;
+  std::string committed_page;
+  {
+    Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::open(path);
+    ASSERT_TRUE(store.ok());
+    Result<SubmitResult> submitted = (*store)->submit(make_submission(3, "ro"), std::nullopt);
+    ASSERT_TRUE(submitted.ok());
+    id = submitted->job.id;
+    Result<std::optional<Lease>> lease = (*store)->acquire("exec", 60'000);
+    ASSERT_TRUE(lease.ok() && lease->has_value());
+    ASSERT_TRUE((*store)->commit_page(**lease, {ItemOutcome::success(0, R"({"v":1})")}).ok());
+    committed_page = (*store)->result_page(id, 0)->jsonl;
+  }
+  ASSERT_EQ(chmod(path.c_str(), 0666), 0);
+  ASSERT_EQ(chmod(state.c_str(), 0555), 0);
+  synapse::testing::run_unprivileged(dir.path(),
+                                     [&] { check_read_only_store(path, id, committed_page); });
+  ASSERT_EQ(chmod(state.c_str(), 0755), 0);
+  EXPECT_TRUE(integrity_ok(path));
+}
+
+// A crash image of a live database: the file, its WAL and its shared index, copied while the
+// writer still holds them (as after a SIGKILL).
+struct CrashImage {
+  std::string path;
+  std::string job_id;
+};
+
+CrashImage crash_image(const TempDir& dir) {
+  CrashImage image{.path = dir.file("copy.db"), .job_id = ""};
+  const std::string live = dir.file("live.db");
+  Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::open(live);
+  EXPECT_TRUE(store.ok());
+  Result<SubmitResult> submitted = (*store)->submit(make_submission(2, "wal"), std::nullopt);
+  EXPECT_TRUE(submitted.ok());
+  image.job_id = submitted->job.id;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::filesystem::copy_file(live + suffix, image.path + suffix);
+  }
+  return image;
+}
+
+std::string open_and_capture_log(const std::string& path, const std::string& job_id,
+                                 ErrorCode* job_lookup) {
+  ::testing::internal::CaptureStderr();
+  Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::open(path);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(store.ok()) << store.status().to_string();
+  *job_lookup = store.ok() ? (*store)->get_job(job_id).status().code() : ErrorCode::kInternal;
+  return log;
+}
+
+TEST(JobStorage, ACrashImageWithItsWalOpensWithoutComplaint) {
+  TempDir dir;
+  const CrashImage image = crash_image(dir);
+  ErrorCode lookup = ErrorCode::kInternal;
+  const std::string log = open_and_capture_log(image.path, image.job_id, &lookup);
+  EXPECT_EQ(lookup, ErrorCode::kOk);
+  EXPECT_EQ(log.find("WAL"), std::string::npos) << log;
+}
+
+// Issue 22: a deleted or garbled WAL made a committed job vanish with no log line. SQLite cannot
+// bring it back, but the open must say what happened.
+TEST(JobStorage, ARemovedWalIsLogged) {
+  TempDir dir;
+  const CrashImage image = crash_image(dir);
+  std::filesystem::remove(image.path + "-wal");
+  ErrorCode lookup = ErrorCode::kOk;
+  const std::string log = open_and_capture_log(image.path, image.job_id, &lookup);
+  EXPECT_EQ(lookup, ErrorCode::kJobNotFound);
+  EXPECT_NE(log.find("WAL file was removed"), std::string::npos) << log;
+  EXPECT_NE(log.find("quick_check"), std::string::npos) << log;
+}
+
+TEST(JobStorage, AGarbledWalIsLogged) {
+  TempDir dir;
+  const CrashImage image = crash_image(dir);
+  {
+    std::fstream wal(image.path + "-wal", std::ios::in | std::ios::out | std::ios::binary);
+    const std::string garbage(32, '\x5a');
+    wal.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  ErrorCode lookup = ErrorCode::kOk;
+  const std::string log = open_and_capture_log(image.path, image.job_id, &lookup);
+  EXPECT_EQ(lookup, ErrorCode::kJobNotFound);
+  EXPECT_NE(log.find("WAL file was damaged"), std::string::npos) << log;
 }
 
 }  // namespace

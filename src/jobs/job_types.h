@@ -59,7 +59,11 @@ struct OpenAiBatch {
 struct Submission {
   JobClass job_class = JobClass::kBatch;
   std::vector<JobRequest> requests;
-  std::vector<LineError> line_errors;       // kept with the job, shown with its status
+  // Every rejected line is counted in invalid_lines; line_errors keeps the details of the first
+  // SubmissionLimits::max_line_errors of them (a sample, so a hostile input cannot bloat the job
+  // row). The store takes the larger of the two as the count.
+  std::vector<LineError> line_errors;  // kept with the job, shown with its status
+  int64_t invalid_lines = 0;
   std::optional<int64_t> execution_ttl_ms;  // store default when absent
   std::optional<int64_t> retention_ttl_ms;  // store default when absent
   // Set by the /v1/batches route: stored with the job in the same transaction.

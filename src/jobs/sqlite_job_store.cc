@@ -9,6 +9,7 @@
 #include <random>
 #include <utility>
 
+#include "base/echo.h"
 #include "base/hash.h"
 #include "jobs/sqlite_job_store_internal.h"
 #include "jobs/submission.h"
@@ -253,7 +254,7 @@ Result<SubmitResult> SqliteJobStore::submit(const Submission& submission,
     SYN_ASSIGN_OR_RETURN(const bool found, select.step());
     if (found && select.column_text(1) != digest) {
       return Status(ErrorCode::kIdempotencyConflict,
-                    "idempotency key '" + std::string(*idempotency_key) + "' belongs to job " +
+                    "idempotency key '" + clip_for_echo(*idempotency_key) + "' belongs to job " +
                         select.column_text(0) + ", submitted with a different request",
                     ErrorWhere{.field = "Idempotency-Key"});
     }
@@ -273,6 +274,9 @@ Result<SubmitResult> SqliteJobStore::submit(const Submission& submission,
 
   const int64_t now = now_ms();
   const std::string id = new_job_id();
+  // A hand-built Submission may list errors without counting them.
+  const int64_t invalid_lines =
+      std::max(submission.invalid_lines, static_cast<int64_t>(submission.line_errors.size()));
   const int64_t execution_ttl_ms =
       submission.execution_ttl_ms.value_or(options_.default_execution_ttl_ms);
   SYN_ASSIGN_OR_RETURN(
@@ -290,7 +294,7 @@ Result<SubmitResult> SqliteJobStore::submit(const Submission& submission,
   insert_job.bind(3, digest)
       .bind(4, job_class_name(submission.job_class))
       .bind(5, static_cast<int64_t>(submission.requests.size()))
-      .bind(6, static_cast<int64_t>(submission.line_errors.size()))
+      .bind(6, invalid_lines)
       .bind(7, line_errors_json(submission.line_errors))
       .bind(8, now)
       .bind(9, now)
@@ -326,8 +330,7 @@ Result<SubmitResult> SqliteJobStore::submit(const Submission& submission,
   }
   SYN_RETURN_IF_ERROR(add_event(id, now, "submitted",
                                 std::to_string(submission.requests.size()) + " items, " +
-                                    std::to_string(submission.line_errors.size()) +
-                                    " invalid lines"));
+                                    std::to_string(invalid_lines) + " invalid lines"));
   SYN_ASSIGN_OR_RETURN(JobInfo job, load_job(id));
   SYN_RETURN_IF_ERROR(txn.commit());
   return SubmitResult{.job = std::move(job), .created = true};

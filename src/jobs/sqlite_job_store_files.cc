@@ -5,6 +5,7 @@
 #include <array>
 #include <random>
 
+#include "base/echo.h"
 #include "base/hash.h"
 #include "jobs/sqlite_job_store.h"
 
@@ -22,7 +23,7 @@ std::string new_file_id() {
 }
 
 Status file_not_found(std::string_view file_id) {
-  return Status(ErrorCode::kNotFound, "no file '" + std::string(file_id) + "'",
+  return Status(ErrorCode::kNotFound, "no file '" + clip_for_echo(file_id) + "'",
                 ErrorWhere{.field = "file_id"});
 }
 

@@ -5,12 +5,13 @@
 #include <string>
 #include <string_view>
 
+#include "base/echo.h"
 #include "base/status.h"
 
 namespace synapse::jobs {
 
 inline Status job_not_found(std::string_view job_id) {
-  return Status(ErrorCode::kJobNotFound, "no job '" + std::string(job_id) + "'",
+  return Status(ErrorCode::kJobNotFound, "no job '" + clip_for_echo(job_id) + "'",
                 ErrorWhere{.field = "job_id"});
 }
 

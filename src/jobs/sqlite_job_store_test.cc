@@ -505,6 +505,18 @@ TEST_F(JobStoreTest, SubmissionLineErrorsAreKept) {
   EXPECT_EQ(submitted->job.line_errors[0].code, ErrorCode::kInvalidJson);
 }
 
+// The stored count is every rejected line, not the length of the detailed sample.
+TEST_F(JobStoreTest, InvalidLineCountIsNotCappedBySampleSize) {
+  Submission submission = make_submission(2);
+  submission.line_errors = {LineError{.line = 3, .code = ErrorCode::kInvalidJson, .message = "x"}};
+  submission.invalid_lines = 50'000;
+  Result<SubmitResult> submitted = store_->submit(submission, std::nullopt);
+  ASSERT_TRUE(submitted.ok()) << submitted.status().to_string();
+  EXPECT_EQ(submitted->job.counts.invalid_lines, 50'000);
+  EXPECT_EQ(submitted->job.line_errors.size(), 1u);
+  EXPECT_EQ(store_->get_job(submitted->job.id)->counts.invalid_lines, 50'000);
+}
+
 class EchoRunner final : public ItemRunner {
  public:
   ItemOutcome run(const WorkItem& item) override {

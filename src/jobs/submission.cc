@@ -7,28 +7,26 @@
 #include <unordered_set>
 #include <utility>
 
+#include "base/echo.h"
 #include "base/hash.h"
-#include "base/json_depth.h"
+#include "base/json_body.h"
 
 namespace synapse::jobs {
 namespace {
 
 using nlohmann::json;
 
-// nlohmann's dump() and destructor recurse per nesting level; bounding the depth before parsing
-// keeps hostile input from exhausting the stack.
+// nlohmann's dump() and destructor recurse per nesting level; the one JSON entry point bounds the
+// depth before a value is built.
 constexpr int kMaxJsonDepth = 64;
 constexpr std::array<std::string_view, 3> kEndpoints = {"/v1/completions", "/v1/chat/completions",
                                                         "/v1/embeddings"};
 
-// Parses without exceptions; nullopt-like (discarded) on any error.
-Status parse_json(std::string_view text, json& out) {
-  if (json_nesting_depth(text, kMaxJsonDepth) > kMaxJsonDepth) {
-    return Status(ErrorCode::kLimitExceeded,
-                  "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
-  out = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (out.is_discarded()) return Status(ErrorCode::kInvalidJson, "not valid JSON");
+// Through base/json_body.h: depth, duplicate keys and overflowing numbers are invalid_json. Sizes
+// are checked by the callers first, with their own limits and codes.
+Status parse_json(std::string_view text, JsonShape shape, std::string_view what, json& out) {
+  const JsonLimits limits{.max_bytes = text.size(), .max_depth = kMaxJsonDepth};
+  SYN_ASSIGN_OR_RETURN(out, parse_json_text<json>(text, limits, shape, what));
   return ok_status();
 }
 
@@ -92,6 +90,7 @@ class SubmissionBuilder {
       : submission_(submission), limits_(limits) {}
 
   void add_error(int64_t line, const Status& status) {
+    ++submission_.invalid_lines;
     if (static_cast<int64_t>(submission_.line_errors.size()) >= limits_.max_line_errors) return;
     std::string message = status.message();
     if (!status.where().field.empty()) message += " (field " + status.where().field + ")";
@@ -103,8 +102,9 @@ class SubmissionBuilder {
     Result<JobRequest> request = parse_request(value, method_required, limits_);
     if (!request.ok()) return add_error(line, request.status());
     if (!custom_ids_.insert(request->custom_id).second) {
-      return add_error(line, Status(ErrorCode::kDuplicateCustomId,
-                                    "custom_id '" + request->custom_id + "' repeats"));
+      return add_error(line,
+                       Status(ErrorCode::kDuplicateCustomId,
+                              "custom_id '" + clip_for_echo(request->custom_id) + "' repeats"));
     }
     if (static_cast<int64_t>(submission_.requests.size()) >= limits_.max_requests) {
       return add_error(line, Status(ErrorCode::kLimitExceeded,
@@ -178,7 +178,7 @@ Result<Submission> parse_jsonl_submission(std::string_view text, JobClass job_cl
       continue;
     }
     json value;
-    Status parsed = parse_json(line, value);
+    Status parsed = parse_json(line, JsonShape::kAny, "the line", value);
     if (!parsed.ok()) {
       builder.add_error(line_number, parsed);
       continue;
@@ -192,8 +192,7 @@ Result<Submission> parse_jsonl_submission(std::string_view text, JobClass job_cl
 Result<Submission> parse_json_submission(std::string_view text, const SubmissionLimits& limits) {
   SYN_RETURN_IF_ERROR(check_input_size(text, limits));
   json root;
-  SYN_RETURN_IF_ERROR(parse_json(text, root));
-  if (!root.is_object()) return Status(ErrorCode::kInvalidField, "the body must be a JSON object");
+  SYN_RETURN_IF_ERROR(parse_json(text, JsonShape::kObject, "the body", root));
   Submission submission;
   if (const auto job_class = root.find("class"); job_class != root.end()) {
     const std::optional<JobClass> parsed =
@@ -229,12 +228,15 @@ Status restrict_to_endpoint(Submission& submission, std::string_view endpoint,
   for (JobRequest& request : submission.requests) {
     if (request.url == endpoint) {
       kept.push_back(std::move(request));
-    } else if (static_cast<int64_t>(submission.line_errors.size()) < limits.max_line_errors) {
-      submission.line_errors.push_back(
-          LineError{.line = request.line,
-                    .code = ErrorCode::kInvalidField,
-                    .message = "url " + request.url + " differs from the batch's endpoint " +
-                               std::string(endpoint) + " (field url)"});
+      continue;
+    }
+    ++submission.invalid_lines;
+    if (static_cast<int64_t>(submission.line_errors.size()) < limits.max_line_errors) {
+      submission.line_errors.push_back(LineError{
+          .line = request.line,
+          .code = ErrorCode::kInvalidField,
+          .message = "url " + clip_for_echo(request.url) + " differs from the batch's endpoint " +
+                     std::string(endpoint) + " (field url)"});
     }
   }
   const bool none_left = kept.empty();

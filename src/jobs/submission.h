@@ -19,7 +19,7 @@ struct SubmissionLimits {
   int64_t max_line_bytes = 1ll << 20;
   int64_t max_requests = 50'000;  // OpenAI's batch limit
   int64_t max_custom_id_bytes = 512;
-  int64_t max_line_errors = 1000;  // reported individually; the rest are counted in the last one
+  int64_t max_line_errors = 1000;  // details kept for this many; every one is counted
 };
 
 // One request per line: {"custom_id", "method": "POST", "url", "body"}. Blank lines are skipped.
@@ -33,7 +33,8 @@ Result<Submission> parse_json_submission(std::string_view text,
 
 // OpenAI's batch rule: every line targets the batch's one endpoint. Moves the requests whose url
 // differs into `line_errors` (`invalid_field`, field url; kept in line order, at most
-// `limits.max_line_errors`). `invalid_argument` when no request is left.
+// `limits.max_line_errors`) and counts each in `invalid_lines`. `invalid_argument` when no request
+// is left.
 Status restrict_to_endpoint(Submission& submission, std::string_view endpoint,
                             const SubmissionLimits& limits = {});
 

@@ -48,10 +48,10 @@ TEST(Submission, ReportsBadLinesAndKeepsTheValidOnes) {
   EXPECT_EQ(parsed->requests[0].custom_id, "ok1");
   EXPECT_EQ(parsed->requests[1].custom_id, "ok2");
   const std::vector<std::pair<int64_t, ErrorCode>> expected = {
-      {2, ErrorCode::kInvalidJson},   {3, ErrorCode::kMissingField},
-      {4, ErrorCode::kInvalidField},  {5, ErrorCode::kDuplicateCustomId},
-      {6, ErrorCode::kInvalidField},  {7, ErrorCode::kInvalidField},
-      {8, ErrorCode::kLimitExceeded},
+      {2, ErrorCode::kInvalidJson},  {3, ErrorCode::kMissingField},
+      {4, ErrorCode::kInvalidField}, {5, ErrorCode::kDuplicateCustomId},
+      {6, ErrorCode::kInvalidField}, {7, ErrorCode::kInvalidField},
+      {8, ErrorCode::kInvalidJson},  // too deep
   };
   ASSERT_EQ(parsed->line_errors.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -81,6 +81,54 @@ TEST(Submission, EnforcesLimits) {
   limits.max_input_bytes = 10;
   EXPECT_EQ(parse_jsonl_submission(text, JobClass::kBatch, limits).status().code(),
             ErrorCode::kLimitExceeded);
+}
+
+// Issue 22: 100 lines over a 50-request job, with details kept for 10: every rejected line is
+// counted, only the sample is detailed.
+TEST(Submission, CountsEveryInvalidLineBeyondTheDetailedSample) {
+  SubmissionLimits limits;
+  limits.max_requests = 50;
+  limits.max_line_errors = 10;
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += line("id" + std::to_string(i)) + "\n";
+  Result<Submission> parsed = parse_jsonl_submission(text, JobClass::kBatch, limits);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->requests.size(), 50u);
+  EXPECT_EQ(parsed->invalid_lines, 50);
+  EXPECT_EQ(parsed->line_errors.size(), 10u);
+
+  // restrict_to_endpoint counts what it moves out too.
+  std::string mixed;
+  for (int i = 0; i < 30; ++i) {
+    mixed += line("m" + std::to_string(i), i % 2 ? "/v1/embeddings" : "/v1/completions") + "\n";
+  }
+  Result<Submission> batch = parse_jsonl_submission(mixed, JobClass::kBatch, limits);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_TRUE(restrict_to_endpoint(*batch, "/v1/completions", limits).ok());
+  EXPECT_EQ(batch->requests.size(), 15u);
+  EXPECT_EQ(batch->invalid_lines, 15);
+  EXPECT_EQ(batch->line_errors.size(), 10u);
+}
+
+TEST(Submission, HostileJsonIsInvalidJson) {
+  const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+  const std::string nested = "{\"a\":" + deep + ",\"b\":" + deep + "}";
+  EXPECT_EQ(parse_json_submission(nested).status().code(), ErrorCode::kInvalidJson);
+  Result<Submission> lines = parse_jsonl_submission(
+      nested + "\n" + line("ok") + "\n" +
+          R"({"custom_id":"d","custom_id":"e","method":"POST","url":"/v1/completions","body":{}})" +
+          "\n" + line("n", "/v1/completions", R"({"max_tokens":99999999999999999999})") + "\n",
+      JobClass::kBatch);
+  ASSERT_TRUE(lines.ok()) << lines.status().to_string();
+  ASSERT_EQ(lines->line_errors.size(), 3u);
+  for (const LineError& e : lines->line_errors) {
+    EXPECT_EQ(e.code, ErrorCode::kInvalidJson) << e.message;
+  }
+  EXPECT_NE(lines->line_errors[1].message.find("custom_id"), std::string::npos);
+  EXPECT_NE(lines->line_errors[2].message.find("99999999999999999999"), std::string::npos);
+  // The JSON form refuses a repeated key as well.
+  EXPECT_EQ(parse_json_submission(R"({"requests":[],"requests":[]})").status().code(),
+            ErrorCode::kInvalidJson);
 }
 
 TEST(Submission, NoValidLineIsAnError) {

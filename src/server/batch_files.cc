@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "api/api_error.h"
+#include "base/echo.h"
 
 namespace synapse::server {
 namespace {
@@ -32,7 +33,7 @@ bool has_error_file(const JobInfo& job) {
 }
 
 Status file_not_found(std::string_view file_id, std::string_view why) {
-  return Status(ErrorCode::kNotFound, "no file '" + std::string(file_id) + "'" + std::string(why),
+  return Status(ErrorCode::kNotFound, "no file '" + clip_for_echo(file_id) + "'" + std::string(why),
                 ErrorWhere{.field = "file_id"});
 }
 

@@ -8,7 +8,7 @@
 
 #include "api/api_error.h"
 #include "base/hash.h"
-#include "base/json_depth.h"
+#include "base/json_body.h"
 #include "http/multipart.h"
 #include "server/batch_files.h"
 #include "server/http_reply.h"
@@ -89,15 +89,9 @@ std::string fresh_batch_key() {
   return std::string(kBatchKeyPrefix) + "auto-" + to_hex(bytes);
 }
 
+// The body of batches.create, through the one JSON entry point (base/json_body.h).
 Result<OrderedJson> parse_json_body(const std::string& body) {
-  if (json_nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth) {
-    return Status(ErrorCode::kLimitExceeded,
-                  "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
-  OrderedJson root = OrderedJson::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return Status(ErrorCode::kInvalidJson, "the body is not valid JSON");
-  if (!root.is_object()) return Status(ErrorCode::kInvalidField, "the body must be a JSON object");
-  return root;
+  return parse_json_text<OrderedJson>(body, JsonLimits{.max_depth = kMaxJsonDepth});
 }
 
 Result<std::string> required_string(const OrderedJson& root, const char* name) {

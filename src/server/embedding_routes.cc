@@ -9,6 +9,8 @@
 #include <optional>
 
 #include "api/api_error.h"
+#include "base/echo.h"
+#include "base/json_body.h"
 #include "encoder/decoder_embedder.h"
 #include "server/http_reply.h"
 #include "server/inference_routes.h"
@@ -33,12 +35,9 @@ Status api_status(const Status& s) {
   return Status(ErrorCode::kInvalidValue, s.message(), s.where());
 }
 
-Result<Json> parse_object(std::string_view body) {
-  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status(ErrorCode::kInvalidJson, "the body is not valid JSON");
-  if (!j.is_object()) return Status(ErrorCode::kInvalidJson, "the body must be a JSON object");
-  return j;
-}
+// Every body goes through the one JSON entry point (size, depth, duplicate keys, overflowing
+// numbers); the HTTP server bounds the body's size before this.
+Result<Json> parse_object(std::string_view body) { return parse_json_body(body, JsonLimits{}); }
 
 Status check_model(const Json& body, const std::string& model_id) {
   const auto it = body.find("model");
@@ -46,9 +45,9 @@ Status check_model(const Json& body, const std::string& model_id) {
   if (!it->is_string()) return field_error(ErrorCode::kInvalidType, "model", "must be a string");
   const std::string model = it->get<std::string>();
   if (model.empty() || model == model_id) return ok_status();
-  return field_error(
-      ErrorCode::kModelNotFound, "model",
-      "the model '" + model + "' does not exist; this server serves '" + model_id + "'");
+  return field_error(ErrorCode::kModelNotFound, "model",
+                     "the model '" + clip_for_echo(model) +
+                         "' does not exist; this server serves '" + model_id + "'");
 }
 
 Result<bool> optional_bool(const Json& body, const char* field, bool fallback) {
@@ -68,11 +67,15 @@ Result<std::vector<int32_t>> token_list(const Json& v, const std::string& field)
       return field_error(ErrorCode::kInvalidType, field + "[" + std::to_string(i) + "]",
                          "token ids must be integers");
     }
-    const int64_t id = v[i].get<int64_t>();
-    if (id < 0 || id > INT32_MAX) {
+    // Quoted as written: a uint64 above INT64_MAX read as int64_t would wrap negative.
+    const bool in_range = v[i].is_number_unsigned()
+                              ? v[i].get<uint64_t>() <= uint64_t{INT32_MAX}
+                              : v[i].get<int64_t>() >= 0 && v[i].get<int64_t>() <= INT32_MAX;
+    if (!in_range) {
       return field_error(ErrorCode::kInvalidValue, field + "[" + std::to_string(i) + "]",
-                         "token id " + std::to_string(id) + " outside the vocabulary");
+                         "token id " + v[i].dump() + " outside the vocabulary");
     }
+    const int64_t id = v[i].get<int64_t>();
     ids.push_back(static_cast<int32_t>(id));
   }
   if (ids.empty()) return field_error(ErrorCode::kInvalidValue, field, "empty token list");
@@ -202,7 +205,7 @@ Result<EmbeddingsBody> parse_embeddings_body(const Json& body, size_t n_embd) {
     const std::string format = it->get<std::string>();
     if (format != "float" && format != "base64") {
       return field_error(ErrorCode::kInvalidValue, "encoding_format",
-                         "must be \"float\" or \"base64\", not '" + format + "'");
+                         "must be \"float\" or \"base64\", not '" + clip_for_echo(format) + "'");
     }
     out.base64 = format == "base64";
   }
@@ -255,8 +258,9 @@ std::string embeddings_response(const EmbedResult& r, bool b64, const std::strin
 // The body's "priority" when it names a class, else "" (the header or the default decides;
 // run_embeddings_request reports a bad value).
 std::string body_priority(std::string_view body) {
-  const Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return "";
+  const Result<Json> parsed = parse_object(body);
+  if (!parsed.ok()) return "";
+  const Json& j = *parsed;
   const auto it = j.find("priority");
   if (it == j.end() || !it->is_string()) return "";
   const std::string name = it->get<std::string>();

@@ -5,6 +5,7 @@
 
 #include "api/api_error.h"
 #include "api/requests.h"
+#include "base/echo.h"
 #include "http/router.h"
 #include "server/batch_routes.h"
 #include "server/embedding_routes.h"
@@ -24,15 +25,6 @@ bool same_key(std::string_view given, std::string_view expected) {
         static_cast<unsigned char>(expected[i % std::max<size_t>(1, expected.size())]));
   }
   return diff == 0 && !expected.empty();
-}
-
-// A client's path as echoed in an error: bounded, so a megabyte path is not sent back.
-std::string bounded(std::string_view text) {
-  constexpr size_t kMaxEcho = 128;
-  if (text.size() <= kMaxEcho) return std::string(text);
-  size_t cut = kMaxEcho;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
-  return std::string(text.substr(0, cut)) + "...";
 }
 
 // Every path but /health needs the key when one is set. Runs on the request head, before the
@@ -114,15 +106,16 @@ http::ServerHooks make_server_hooks(const ServerOptions& options, HttpMetrics& m
       case http::Router::Match::Kind::kFound:
         return match.route->handler(req, res);
       case http::Router::Match::Kind::kMethodNotAllowed:
-        send_error(res, Status(ErrorCode::kInvalidArgument, "method " + bounded(req.method) +
+        send_error(res, Status(ErrorCode::kInvalidArgument, "method " + clip_for_echo(req.method) +
                                                                 " not allowed; this path takes " +
                                                                 match.allow));
         res.status = 405;
         res.set_header("Allow", match.allow);
         return;
       case http::Router::Match::Kind::kNotFound:
-        return send_error(res, Status(ErrorCode::kNotFound,
-                                      "no route " + bounded(req.method) + " " + bounded(req.path)));
+        return send_error(
+            res, Status(ErrorCode::kNotFound,
+                        "no route " + clip_for_echo(req.method) + " " + clip_for_echo(req.path)));
     }
   };
   hooks.gate = [key = options.api_key](const http::Request& head) {

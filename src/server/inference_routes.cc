@@ -11,6 +11,7 @@
 
 #include "api/api_error.h"
 #include "api/responses.h"
+#include "base/echo.h"
 #include "server/generation_call.h"
 #include "server/http_reply.h"
 
@@ -254,10 +255,10 @@ class Routes {
 
   Status check_model(const std::string& model) const {
     if (model.empty() || model == inf_.model_id) return ok_status();
-    return Status(
-        ErrorCode::kModelNotFound,
-        "the model '" + model + "' does not exist; this server serves '" + inf_.model_id + "'",
-        ErrorWhere{.field = "model"});
+    return Status(ErrorCode::kModelNotFound,
+                  "the model '" + clip_for_echo(model) + "' does not exist; this server serves '" +
+                      inf_.model_id + "'",
+                  ErrorWhere{.field = "model"});
   }
 
   std::vector<int32_t> encode(const std::string& text, bool add_special) const {

@@ -20,10 +20,15 @@ struct sqlite3_stmt;
 namespace synapse {
 
 class SqliteStatement;
+struct SqliteWalSnapshot;  // sqlite_db.cc: the WAL's state before opening
 
 class SqliteDb {
  public:
   // Opens (creating) a database file in WAL mode with foreign keys on and the given busy timeout.
+  // An existing file this process cannot write (or whose directory cannot hold the -wal and -shm
+  // files) opens read-only instead: read_only() is true and writes fail with storage_read_only.
+  // Logs an error line when the WAL turns out to have been removed or damaged since the last
+  // process used it (the transactions in it are gone; SQLite itself says nothing).
   static Result<SqliteDb> open(const std::string& path, int busy_timeout_ms);
 
   SqliteDb(SqliteDb&&) noexcept = default;
@@ -45,6 +50,11 @@ class SqliteDb {
 
  private:
   SqliteDb() = default;
+  static Result<SqliteDb> open_connection(const std::string& path, const std::string& name,
+                                          int flags, int busy_timeout_ms);
+  static Result<SqliteDb> open_read_only(const std::string& path, int busy_timeout_ms,
+                                         const Status& why);
+  void check_wal_recovery(const SqliteWalSnapshot& before);
   struct Closer {
     void operator()(sqlite3* db) const;
   };

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "base/echo.h"
 #include "format/model_file.h"
 
 namespace synapse {
@@ -11,6 +12,17 @@ namespace {
 bool looks_like_path(std::string_view ref) {
   return ref.find('/') != std::string_view::npos || ref.ends_with(".gguf") ||
          ref.ends_with(".synapse");
+}
+
+// A path that exists but is no model file: said plainly, never looked up as a store name (which
+// answered "no model ... in the store") and never opened (opening a FIFO blocks).
+Status not_a_model_file(const std::string& path, std::filesystem::file_type type) {
+  const std::string what = type == std::filesystem::file_type::directory
+                               ? "is a directory, not a model file"
+                               : "is not a regular file (a FIFO, socket or device); a model must "
+                                 "be a GGUF or package file";
+  return Status(ErrorCode::kInvalidArgument, "'" + clip_for_echo(path) + "' " + what,
+                ErrorWhere{.path = path, .field = "model"});
 }
 
 Result<ResolvedModel> leased(ModelStore& store, std::string_view ref, std::string label) {
@@ -27,7 +39,12 @@ Result<ResolvedModel> leased(ModelStore& store, std::string_view ref, std::strin
 Result<ResolvedModel> resolve_model(std::string_view ref, const ResolveOptions& options) {
   const std::string path(ref);
   std::error_code error;
-  if (std::filesystem::is_regular_file(path, error)) {
+  // status() is stat(2): it looks at the entry without opening it.
+  const std::filesystem::file_status entry = std::filesystem::status(path, error);
+  const bool exists_not_regular =
+      !error && std::filesystem::exists(entry) && !std::filesystem::is_regular_file(entry);
+  if (exists_not_regular && looks_like_path(ref)) return not_a_model_file(path, entry.type());
+  if (!error && std::filesystem::is_regular_file(entry)) {
     // Only the magic is read here: whoever opens the file reports what is wrong with it.
     if (sniff_model_format(path) != "gguf" || !options.prepare_gguf) {
       return ResolvedModel{path, std::nullopt, path};
@@ -52,7 +69,12 @@ if (looks_like_path(ref) && !std::filesystem::exists(path, error)) {
   return Status(ErrorCode::kNotFound, "no such file", ErrorWhere{.path = path});
 }
 SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(options.store_directory));
-return leased(store, ref, path);
+Result<ResolvedModel> stored = leased(store, ref, path);
+// A bare name that is a directory (or FIFO) here and no stored model: that entry was meant.
+if (!stored.ok() && stored.status().code() == ErrorCode::kNotFound && exists_not_regular) {
+  return not_a_model_file(path, entry.type());
+}
+return stored;
 }
 
 }  // namespace synapse

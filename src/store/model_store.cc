@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/atomic_file.h"
+#include "base/echo.h"
 #include "base/hash.h"
 #include "base/mapped_file.h"
 #include "base/paths.h"
@@ -118,7 +119,7 @@ Result<std::string> default_store_directory() {
 
 Status check_alias_name(std::string_view name) {
   const auto bad = [&name](const std::string& why) {
-    return Status(ErrorCode::kInvalidArgument, "model name '" + std::string(name) + "' " + why,
+    return Status(ErrorCode::kInvalidArgument, "model name '" + clip_for_echo(name) + "' " + why,
                   ErrorWhere{.field = "name"});
   };
   if (name.empty() || name.size() > 128) return bad("must have 1 to 128 characters");
@@ -215,14 +216,14 @@ Result<std::string> ModelStore::resolve_digest(std::string_view ref) {
       SYN_ASSIGN_OR_RETURN(const bool second, select.step());
       if (second) {
         return Status(ErrorCode::kInvalidArgument,
-                      "digest prefix '" + std::string(prefix) + "' matches several models",
+                      "digest prefix '" + clip_for_echo(prefix) + "' matches several models",
                       ErrorWhere{.field = "model"});
       }
       return digest;
     }
   }
   return Status(ErrorCode::kNotFound,
-                "no model '" + std::string(ref) + "' in the store " + directory_ +
+                "no model '" + clip_for_echo(ref) + "' in the store " + directory_ +
                     " (synapse models list shows what is there)",
                 ErrorWhere{.field = "model"});
 }
@@ -231,7 +232,7 @@ Result<StoredModel> ModelStore::find(std::string_view ref) {
   SYN_ASSIGN_OR_RETURN(const std::string digest, resolve_digest(ref));
   SYN_ASSIGN_OR_RETURN(std::optional<StoredModel> model, find_blob("digest", digest));
   if (!model) {
-    return Status(ErrorCode::kNotFound, "alias '" + std::string(ref) + "' names a missing blob",
+    return Status(ErrorCode::kNotFound, "alias '" + clip_for_echo(ref) + "' names a missing blob",
                   ErrorWhere{.field = "model"});
   }
   model->lease_holders = file_lock_holders(model->path);

@@ -5,6 +5,7 @@
 #include "store/model_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -352,6 +353,33 @@ TEST_F(ModelStoreTest, RefusesAStoreFromANewerBuild) {
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db->exec("INSERT INTO schema_version(version) VALUES (99)").ok());
   EXPECT_EQ(ModelStore::open(store_dir_).status().code(), ErrorCode::kUnsupportedVersion);
+}
+
+// Issue 22: a directory or a FIFO given as the model was reported as "no model ... in the store";
+// it must be named for what it is, and a FIFO must never be opened (the open would block).
+TEST_F(ModelStoreTest, ResolveSaysADirectoryOrFifoIsNotAModelFile) {
+  const ResolveOptions options{.store_directory = store_dir_, .prepare_gguf = true};
+  fs::create_directories(dir_.file("models.gguf"));
+  for (const std::string& ref : {dir_.file("models.gguf"), dir_.file("")}) {
+    const auto r = resolve_model(ref, options);
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("is a directory"), std::string::npos)
+        << r.status().to_string();
+  }
+  const std::string fifo = dir_.file("pipe.gguf");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto r = resolve_model(fifo, options);  // would hang here if it opened the FIFO
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("not a regular file"), std::string::npos)
+      << r.status().to_string();
+  // A bare name that is a directory in the working directory and not in the store.
+  const fs::path previous = fs::current_path();
+  fs::current_path(dir_.path());
+  fs::create_directories("llama");
+  const auto bare = resolve_model("llama", options);
+  fs::current_path(previous);
+  EXPECT_NE(bare.status().message().find("is a directory"), std::string::npos)
+      << bare.status().to_string();
 }
 
 TEST_F(ModelStoreTest, ResolvesPathsNamesAndPreparesGgufOnce) {
