@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/json_body.h"
 #include "chat/ast.h"
 #include "chat/builtin_templates.h"
 #include "chat/lexer.h"
@@ -102,10 +103,12 @@ Value message_value(const ChatMessage& message) {
     for (const ToolCall& call : message.tool_calls) {
       ValueDict function;
       function.set("name", Value(call.name));
-      auto parsed = nlohmann::ordered_json::parse(call.arguments, nullptr, false);
-      function.set("arguments", !parsed.is_discarded() && parsed.is_object()
-                                    ? value_from_json(parsed)
-                                    : Value(call.arguments));
+      // The client's text: through the one JSON entry point, whose depth bound keeps the
+      // recursive value_from_json off deep input; anything it refuses stays a string.
+      Result<nlohmann::ordered_json> parsed = parse_json_text<nlohmann::ordered_json>(
+          call.arguments, JsonLimits{.max_bytes = call.arguments.size()}, JsonShape::kObject,
+          "the arguments");
+      function.set("arguments", parsed.ok() ? value_from_json(*parsed) : Value(call.arguments));
       ValueDict entry;
       if (!call.id.empty()) entry.set("id", Value(call.id));
       entry.set("type", Value("function"));

@@ -68,6 +68,18 @@ TEST(ChatTemplate, ToolCallsAsTemplatesSeeThem) {
   EXPECT_EQ(message_value(plain).as_dict().find("tool_calls"), nullptr);
 }
 
+// Issue 22: tool-call arguments are the client's JSON text; nested 100000 levels deep they must
+// stay a string, not recurse through value_from_json until the stack runs out.
+TEST(ChatTemplate, DeeplyNestedToolArgumentsStayText) {
+  const std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  ChatMessage m{"assistant", std::nullopt, {{"c1", "get", deep}}, "", ""};
+  const Value v = message_value(m);
+  const Value& call = v.as_dict().find("tool_calls")->as_list().items[0];
+  const Value* args = call.as_dict().find("function")->as_dict().find("arguments");
+  ASSERT_NE(args, nullptr);
+  EXPECT_TRUE(args->is_string());
+}
+
 TEST(ChatTemplate, RaiseExceptionIsItsOwnCode) {
   auto t = ChatTemplate::compile(std::string(*builtin_template("gemma")));
   ASSERT_TRUE(t.ok());

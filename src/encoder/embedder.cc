@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "base/numeric_check.h"
 #include "encoder/pooling.h"
 #include "kernels/kernel_selection.h"
 #include "kernels/matmul.h"
@@ -122,6 +123,12 @@ Result<EmbedResult> Embedder::embed_sequences(std::vector<Sequence> sequences,
           item.values.resize(d);
           pool_sequence(result.pooling, hidden, n, d, item.values.data());
           if (options.normalize) l2_normalize(item.values.data(), d);
+        }
+        // Not SYN_RETURN_IF_ERROR: this lambda sits inside one, whose local it would shadow.
+        if (Status finite =
+                check_finite(item.values, "the embedding of input " + std::to_string(i));
+            !finite.ok()) {
+          return finite;
         }
         result.prompt_tokens += n;
         return ok_status();
@@ -251,6 +258,11 @@ Result<RerankResult> Embedder::rerank(std::string_view query,
   }
   if (head.out) scores = apply(*head.out, scores);
   const size_t stride = head.n_outputs;
+  // Before sorting: a NaN score breaks the sort's ordering and would reach the client as null.
+  for (size_t i = 0; i < n; ++i) {
+    SYN_RETURN_IF_ERROR(check_finite(std::span<const float>(&scores[i * stride], 1),
+                                     "the rerank score of document " + std::to_string(i)));
+  }
   for (size_t i = 0; i < n; ++i) {
     result.items.push_back(
         {.index = i, .score = scores[i * stride], .n_tokens = sequences[i].tokens.size()});

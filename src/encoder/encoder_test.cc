@@ -17,6 +17,7 @@
 #include "format/model_file.h"
 #include "kernels/kernel_table.h"
 #include "synth/synth_model.h"
+#include "tests/support/poison_model.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -465,6 +466,27 @@ TEST(Rerank, ScoresAreTheHeadOnTheClsVectorOfThePair) {
   ASSERT_EQ(top->items.size(), 2u);
   EXPECT_EQ(top->items[0].index, r->items[0].index);
   EXPECT_EQ(top->items[1].index, r->items[1].index);
+}
+
+// Issue 22: NaN weights must not come back as vectors of nulls or NaN scores (which also break
+// the rerank sort): numeric_fault, as generation answers.
+TEST(Embedder, NanWeightsAreANumericFault) {
+  SynthOptions o;
+  o.classifier_labels = 1;
+  const auto f = make_model(o);
+  testing::poison_tensor_with_nan(f->path, "token_embd_norm.weight");
+  auto embedder = open_embedder(f->path);
+  ThreadPool pool(2);
+  const std::vector<std::string> texts = {"the cat sat", "a"};
+  for (const PoolingType pooling : {PoolingType::kMean, PoolingType::kCls, PoolingType::kNone}) {
+    const auto r = embedder->embed(texts, {.pooling = pooling}, pool);
+    EXPECT_EQ(r.status().code(), ErrorCode::kNumericFault) << pooling_type_name(pooling);
+  }
+  const std::vector<std::vector<int32_t>> tokens = {{1, 2, 3}};
+  const auto ids = embedder->embed_tokens(tokens, {}, pool);
+  EXPECT_EQ(ids.status().code(), ErrorCode::kNumericFault);
+  const auto r = embedder->rerank("the cat", texts, 0, false, pool);
+  EXPECT_EQ(r.status().code(), ErrorCode::kNumericFault);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/numeric_check.h"
 #include "encoder/pooling.h"
 #include "runtime/engine.h"
 #include "sample/sampler.h"
@@ -560,6 +561,11 @@ void Service::pool_and_emit(Job& job, std::span<const float> hidden_rows) {
     event.embedding = std::move(job.last_hidden);
   }
   if (job.request.embedding->normalize) l2_normalize(event.embedding.data(), n_embd_);
+  // As the sampler refuses a NaN logit: a broken vector is numeric_fault, never a 200 with nulls.
+  if (Status finite = check_finite(event.embedding, "the embedding"); !finite.ok()) {
+    event.embedding.clear();
+    return finish(job, event, FinishReason::kError, std::move(finite));
+  }
   finish(job, event, FinishReason::kStop);
 }
 

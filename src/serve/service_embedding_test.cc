@@ -14,6 +14,7 @@
 #include "serve/service_test_support.h"
 #include "synth/synth_model.h"
 #include "synth/synthetic_vocab.h"
+#include "tests/support/poison_model.h"
 #include "tests/support/test_support.h"
 
 namespace synapse::serve {
@@ -155,6 +156,30 @@ TEST_F(ServiceEmbeddingTest, BatchEmbeddingsDoNotStarveInteractiveGeneration) {
     if (last.step < e.step) ++done_before;
   }
   EXPECT_LT(done_before, bulk.size()) << "the interactive request waited for all batch work";
+}
+
+// Issue 22: NaN weights gave embeddings of nulls with success while generation on the same model
+// failed with numeric_fault; both must fail alike.
+TEST_F(ServiceEmbeddingTest, NanWeightsAreANumericFaultForEmbeddingsAsForGeneration) {
+  const std::string broken = dir_.file("nan.gguf");
+  SynthOptions o;
+  o.arch = "qwen3";
+  ASSERT_TRUE(synthesize_model(o, broken).ok());
+  testing::poison_tensor_with_nan(broken, "token_embd.weight");
+  auto model = DecoderModel::open(broken, *backend_, serving_decoder_options());
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  Service service(**model, *tokenizer_, small_service_config(1, 0));
+  for (const PoolingType pooling : {PoolingType::kLast, PoolingType::kMean}) {
+    auto h = service.submit(embedding(prompt(0), pooling));
+    ASSERT_TRUE(h.ok()) << h.status().to_string();
+    const GenerationEvent e = final_event(**h);
+    EXPECT_EQ(e.finish_reason, FinishReason::kError);
+    EXPECT_EQ(e.error.code(), ErrorCode::kNumericFault) << e.error.to_string();
+    EXPECT_TRUE(e.embedding.empty());
+  }
+  auto g = service.submit(generation(prompt(0), 4));
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(final_event(**g).error.code(), ErrorCode::kNumericFault);
 }
 
 TEST_F(ServiceEmbeddingTest, Validation) {
