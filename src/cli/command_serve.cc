@@ -45,7 +45,7 @@ struct ServeOptions {
   int http_threads = 0;
   double shutdown_grace_s = 10.0;
   size_t max_body_bytes = 8u << 20;
-  server::ServerOptions connection_limits;  // the time and connection bounds only
+  server::ServerOptions http;  // its time and connection bounds; the rest is set from the above
   ServeJobsOptions jobs;
 };
 
@@ -72,17 +72,11 @@ std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
 // thread; spare threads answer the rest (429s, /health, /metrics) at once.
 server::ServerOptions http_options(const ServeOptions& o, const std::string& id, size_t admitted) {
   constexpr size_t kSpareThreads = 16;
-  server::ServerOptions options;
+  server::ServerOptions options = o.http;
   options.host = o.host;
   options.port = o.port;
   options.api_key = server::resolve_api_key(o.api_key);
   options.max_body_bytes = o.max_body_bytes;
-  options.header_timeout_s = o.connection_limits.header_timeout_s;
-  options.body_timeout_s = o.connection_limits.body_timeout_s;
-  options.body_min_rate = o.connection_limits.body_min_rate;
-  options.idle_timeout_s = o.connection_limits.idle_timeout_s;
-  options.max_connections = o.connection_limits.max_connections;
-  options.max_connections_per_client = o.connection_limits.max_connections_per_client;
   options.threads = o.http_threads > 0
                         ? o.http_threads
                         : static_cast<int>(std::min<size_t>(admitted + kSpareThreads, 1024));
@@ -348,7 +342,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (413 beyond)")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
       ->capture_default_str();
-  server::ServerOptions& limits = o->connection_limits;
+  server::ServerOptions& limits = o->http;
   cmd->add_option("--header-timeout", limits.header_timeout_s,
                   "Seconds a client has to send a request's head (408 beyond)")
       ->check(CLI::Range(1, 3600))

@@ -117,7 +117,8 @@ class SocketSink final : public StreamSink {
     if (failed_) return false;
     if (data.empty()) return true;
     // Test-only: a slow writer, so that shutdown's wait for writes is exercised every time.
-    if (const int64_t delay_ms = fail_point("http.write_delay_ms"); delay_ms > 0) {
+    static const int64_t delay_ms = fail_point("http.write_delay_ms");
+    if (delay_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }
     if (!chunked_) return ok(send_all(fd_, data, timeout_));
@@ -170,7 +171,6 @@ struct Server::Impl {
   std::deque<Connection*> ready;    // complete requests waiting for a handler thread
   std::deque<std::pair<Connection*, bool>> returned;  // answered: (connection, keep it open)
   size_t busy = 0;                                    // connections dispatched and not yet returned
-  std::atomic<size_t> open{0};
   std::atomic<bool> shutting_down{false};
   std::atomic<bool> cutting{false};  // stop(): busy connections are being cut
   bool workers_stop = false;
@@ -307,8 +307,6 @@ void Server::stop() {
   ::close(s.wake_fd);
 }
 
-size_t Server::open_connections() const { return impl_->open.load(); }
-
 void Server::Impl::loop() {
   std::vector<epoll_event> events(128);
   while (!loop_stop) {
@@ -361,7 +359,6 @@ void Server::Impl::accept_all() {
     c->deadline = c->phase_start + std::chrono::milliseconds(options.header_timeout_ms);
     Connection& conn = *c;
     connections.emplace(fd, std::move(c));
-    ++open;
     size_t& from_client = per_client[conn.peer];
     ++from_client;
     if (connections.size() > options.max_connections) {
@@ -503,7 +500,6 @@ void Server::Impl::close_connection(int fd) {
   ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
   connections.erase(it);
-  --open;
 }
 
 void Server::Impl::take_returned() {

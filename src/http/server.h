@@ -85,8 +85,6 @@ class Server {
   // the client gone), joins every thread. Idempotent.
   void stop();
 
-  size_t open_connections() const;
-
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -59,11 +59,6 @@ Result<int64_t> query_limit(const http::Request& req, int64_t fallback, int64_t 
   return value;
 }
 
-std::optional<std::string> query_param(const http::Request& req, const char* name) {
-  if (!req.has_param(name)) return std::nullopt;
-  return req.param(name);
-}
-
 // OpenAI's list envelope; `fetched` holds one item more than the page when there are more.
 template <typename T, typename ToJson>
 OrderedJson list_object(const std::vector<T>& fetched, int64_t limit, ToJson to_json) {
@@ -143,13 +138,11 @@ class BatchRoutes {
   explicit BatchRoutes(const JobsApi& jobs) : jobs_(jobs), store_(*jobs.store) {}
 
   void upload_file(const http::Request& req, http::Response& res) const {
+    const Status not_a_form =
+        field_error(ErrorCode::kMissingField,
+                    "send multipart/form-data with the fields purpose and file", "file");
     const std::string content_type = req.header("Content-Type");
-    if (!http::multipart_boundary(content_type).ok()) {
-      return send_error(res, field_error(ErrorCode::kMissingField,
-                                         "send multipart/form-data with the fields purpose and "
-                                         "file",
-                                         "file"));
-    }
+    if (!http::multipart_boundary(content_type).ok()) return send_error(res, not_a_form);
     Result<std::vector<http::FormPart>> parts = http::parse_multipart_form(content_type, req.body);
     if (!parts.ok()) return send_error(res, parts.status());
     const auto part = [&](std::string_view name) -> const http::FormPart* {
@@ -159,12 +152,7 @@ class BatchRoutes {
       return nullptr;
     };
     const http::FormPart* file = part("file");
-    if (file == nullptr) {
-      return send_error(res, field_error(ErrorCode::kMissingField,
-                                         "send multipart/form-data with the fields purpose and "
-                                         "file",
-                                         "file"));
-    }
+    if (file == nullptr) return send_error(res, not_a_form);
     const http::FormPart* purpose_part = part("purpose");
     const std::string purpose =
         purpose_part != nullptr ? std::string(purpose_part->content) : std::string();
@@ -190,10 +178,10 @@ class BatchRoutes {
   void list_files(const http::Request& req, http::Response& res) const {
     Result<int64_t> limit = query_limit(req, 10'000, 10'000);  // OpenAI's default and maximum
     if (!limit.ok()) return send_error(res, limit.status());
-    jobs::FileFilter filter{.purpose = query_param(req, "purpose"),
+    jobs::FileFilter filter{.purpose = req.query_param("purpose"),
                             .limit = *limit + 1,
-                            .after = query_param(req, "after")};
-    if (const std::optional<std::string> order = query_param(req, "order")) {
+                            .after = req.query_param("after")};
+    if (const std::optional<std::string> order = req.query_param("order")) {
       if (*order != "asc" && *order != "desc") {
         return send_error(res,
                           field_error(ErrorCode::kInvalidField, "order is asc or desc", "order"));
@@ -270,7 +258,7 @@ class BatchRoutes {
     Result<int64_t> limit = query_limit(req, 20, 100);  // OpenAI's default and maximum
     if (!limit.ok()) return send_error(res, limit.status());
     const jobs::JobFilter filter{
-        .limit = *limit + 1, .after = query_param(req, "after"), .openai_batches_only = true};
+        .limit = *limit + 1, .after = req.query_param("after"), .openai_batches_only = true};
     Result<std::vector<JobInfo>> listed = store_.list_jobs(filter);
     if (!listed.ok()) return send_error(res, listed.status());
     send_json(res, list_object(*listed, *limit, batch_object));

@@ -257,10 +257,7 @@ std::string embeddings_response(const EmbedResult& r, bool b64, const std::strin
 
 // The body's "priority" when it names a class, else "" (the header or the default decides;
 // run_embeddings_request reports a bad value).
-std::string body_priority(std::string_view body) {
-  const Result<Json> parsed = parse_object(body);
-  if (!parsed.ok()) return "";
-  const Json& j = *parsed;
+std::string body_priority(const Json& j) {
   const auto it = j.find("priority");
   if (it == j.end() || !it->is_string()) return "";
   const std::string name = it->get<std::string>();
@@ -356,13 +353,11 @@ Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::Embedd
   return result;
 }
 
-}  // namespace
-
-Result<std::string> run_embeddings_request(const Embeddings* bert, const Inference* decoder,
-                                           std::string_view body, serve::RequestClass request_class,
-                                           const std::function<bool()>& cancelled) {
+// run_embeddings_request on a body already parsed (the route parses once, for its priority too).
+Result<std::string> run_parsed(const Embeddings* bert, const Inference* decoder, const Json& parsed,
+                               serve::RequestClass request_class,
+                               const std::function<bool()>& cancelled) {
   SYN_CHECK((bert == nullptr) != (decoder == nullptr), "one embedding backend");
-  SYN_ASSIGN_OR_RETURN(const Json parsed, parse_object(body));
   const std::string& model_id = bert != nullptr ? bert->model_id : decoder->model_id;
   SYN_RETURN_IF_ERROR(check_model(parsed, model_id));
   const size_t n_embd = bert != nullptr ? bert->service->n_embd() : decoder->service->n_embd();
@@ -375,6 +370,15 @@ Result<std::string> run_embeddings_request(const Embeddings* bert, const Inferen
   return embeddings_response(*result, request.base64, model_id);
 }
 
+}  // namespace
+
+Result<std::string> run_embeddings_request(const Embeddings* bert, const Inference* decoder,
+                                           std::string_view body, serve::RequestClass request_class,
+                                           const std::function<bool()>& cancelled) {
+  SYN_ASSIGN_OR_RETURN(const Json parsed, parse_object(body));
+  return run_parsed(bert, decoder, parsed, request_class, cancelled);
+}
+
 namespace {
 
 class Routes {
@@ -383,10 +387,12 @@ class Routes {
       : bert_(bert), decoder_(decoder), limits_(limits) {}
 
   void embeddings(const http::Request& req, http::Response& res) const {
-    Result<serve::RequestClass> c = request_class(body_priority(req.body), req);
+    Result<Json> parsed = parse_object(req.body);
+    if (!parsed.ok()) return send_error(res, parsed.status());
+    Result<serve::RequestClass> c = request_class(body_priority(*parsed), req);
     if (!c.ok()) return send_error(res, c.status());
     Result<std::string> body =
-        run_embeddings_request(bert_, decoder_, req.body, *c, [&req] { return req.client_gone(); });
+        run_parsed(bert_, decoder_, *parsed, *c, [&req] { return req.client_gone(); });
     if (body.ok()) return res.set_content(*body, std::string(kJson));
     const Status& s = body.status();
     if (s.code() == ErrorCode::kCancelled) {

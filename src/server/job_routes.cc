@@ -85,12 +85,10 @@ void handle_submit(const JobsApi& api, const http::Request& req, http::Response&
 }
 
 void handle_list(const JobsApi& api, const http::Request& req, http::Response& res) {
-  const auto param = [&req](const char* name) -> std::optional<std::string> {
-    if (!req.has_param(name)) return std::nullopt;
-    return req.param(name);
-  };
-  const std::optional<std::string> status = param("status"), job_class = param("class"),
-                                   limit = param("limit"), after = param("after");
+  const std::optional<std::string> status = req.query_param("status"),
+                                   job_class = req.query_param("class"),
+                                   limit = req.query_param("limit"),
+                                   after = req.query_param("after");
   const auto view = [](const std::optional<std::string>& s) {
     return s ? std::optional<std::string_view>(*s) : std::nullopt;
   };
