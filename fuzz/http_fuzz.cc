@@ -19,6 +19,7 @@
 
 #include "backend/cpu_backend.h"
 #include "base/thread_pool.h"
+#include "chat/chat_template.h"
 #include "http/request_parser.h"
 #include "jobs/sqlite_job_store.h"
 #include "kernels/kernel_selection.h"
@@ -81,6 +82,12 @@ struct World {
     inference.service = service.get();
     inference.tokenizer = tokenizer.get();
     inference.model_id = "tiny";
+    // The synthesized vocabulary's ChatML template, as `synapse serve` selects it, so that chat
+    // requests reach the template.
+    const Result<std::string_view> text =
+        model->file().metadata().get_string("tokenizer.chat_template");
+    auto chat = chat::select_chat_template(text.ok() ? *text : std::string_view(), "", "", "");
+    if (chat.ok()) inference.chat_template = std::move(*chat);
     auto s = jobs::SqliteJobStore::open((dir / "jobs.db").string());
     if (!s.ok()) fail(s.status().to_string());
     store = std::move(*s);

@@ -21,9 +21,10 @@ struct Inference {
   const tokenizer::Tokenizer* tokenizer = nullptr;
   std::string model_id;  // requests naming another model get model_not_found
   // The chat template; when absent, /v1/chat/completions answers `no_chat_template` (400)
-  // with this status's message.
+  // with this status's message (never OK, so an Inference built with neither still answers 400;
+  // the fuzz target found the crash an OK status made).
   std::optional<chat::ChatTemplate> chat_template;
-  Status no_chat_template;
+  Status no_chat_template = Status(ErrorCode::kNoChatTemplate, "this model has no chat template");
   std::string bos_token;  // the template's bos_token / eos_token variables
   std::string eos_token;
   int32_t default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
