@@ -93,6 +93,12 @@ constexpr std::array kTable = {
                   "the chat template rejected the messages"},
     ErrorCodeInfo{ErrorCode::kNoChatTemplate, "no_chat_template", kP, 400,
                   "the model has no chat template and none was named"},
+    ErrorCodeInfo{ErrorCode::kUnsupportedSchema, "unsupported_schema", kP, 400,
+                  "the schema uses a keyword the constraint cannot enforce"},
+    ErrorCodeInfo{ErrorCode::kSchemaTooComplex, "schema_too_complex", kP, 400,
+                  "the schema or grammar is too large to compile within its bounds"},
+    ErrorCodeInfo{ErrorCode::kInvalidGrammar, "invalid_grammar", kP, 400,
+                  "the grammar or schema is malformed"},
     ErrorCodeInfo{ErrorCode::kQueueFull, "queue_full", kT, 429,
                   "the request queue is full; retry after the suggested delay"},
     // Storage problems are transient: freeing disk space or fixing permissions lets a retry work.

@@ -73,6 +73,10 @@ enum class ErrorCode : uint16_t {
   kTemplateError = 651,
   kTemplateRaised = 652,
   kNoChatTemplate = 653,
+  // Constrained decoding (src/constrain): schemas and grammars a request brings.
+  kUnsupportedSchema = 660,  // a keyword or construct the grammar cannot enforce
+  kSchemaTooComplex = 661,   // compiling went past its time or size bound
+  kInvalidGrammar = 662,     // a grammar (GBNF) or schema that is malformed
   // The service's scheduler (src/serve).
   kQueueFull = 700,  // admission refused: the request's class queue is at its bound
   // Durable jobs and their storage.
