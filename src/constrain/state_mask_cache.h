@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// Masks of lexer states that many grammars share — inside a JSON string, a number, a date —
+// kept once per vocabulary instead of once per grammar. A state is keyed by the structural
+// hashes of its regexes (equal in every RegexBuilder for equal terms), so a schema compiled
+// today reuses what yesterday's schema computed for the same kind of string. Only states
+// whose regexes use no intersection or complement are shared: for those, "dead" is exact, so
+// the cached mask is what this grammar's own lexer would compute. Thread-safe; bounded.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace synapse::constrain {
+
+struct SharedMaskGroup {
+  uint32_t id = 0;          // unique in the process (the after-lexeme cache's key)
+  std::string before_path;  // the trie path to the group's lexer state, from the masked state
+  std::vector<uint32_t> nodes;
+};
+
+struct SharedStateMasks {
+  std::vector<uint64_t> within;  // tokens that stay inside the current lexeme
+  std::vector<SharedMaskGroup> groups;
+};
+
+class StateMaskCache {
+ public:
+  using Key = std::vector<uint64_t>;  // sorted structural hashes of the state's regexes
+
+  std::shared_ptr<const SharedStateMasks> find(const Key& key) const;
+  void insert(const Key& key, std::shared_ptr<const SharedStateMasks> masks);
+  size_t size() const;
+
+  // Entries hold a whole-vocabulary bitmask each (16 KiB for 128k tokens): past this many
+  // the cache starts over.
+  static constexpr size_t kMaxEntries = 1024;
+
+ private:
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  mutable std::mutex mu_;
+  std::unordered_map<Key, std::shared_ptr<const SharedStateMasks>, KeyHash> entries_;
+};
+
+}  // namespace synapse::constrain

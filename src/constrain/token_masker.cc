@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "constrain/token_masker.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace synapse::constrain {
+namespace {
+
+// Group ids key the after-lexeme caches; groups may come from the shared cache, so ids are
+// unique in the process.
+std::atomic<uint32_t> next_group_id{0};
+
+}  // namespace
+TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar,
+                         std::shared_ptr<const TokenTrie> trie)
+    : grammar_(std::move(grammar)),
+      trie_(std::move(trie)),
+      lexer_(std::make_shared<Lexer>(*grammar_)) {}
+
+LexerStateId TokenMasker::start_after_scan(EarleyParser& parser) {
+  uint32_t& slot = parser.user_slot();
+  if (slot == UINT32_MAX) slot = lexer_->start_state(parser.expected());
+  return slot;
+}
+
+template <typename OnToken>
+std::vector<TokenMasker::Group> TokenMasker::walk_lexer(std::span<const uint32_t> roots,
+                                                        LexerStateId parent, OnToken on_token) {
+  const std::span<const TokenTrie::Node> nodes = trie_->nodes();
+  walk_states_.resize(trie_->max_depth() + 2);
+  std::vector<std::pair<LexerStateId, uint32_t>> boundaries;  // (before, node)
+  for (const uint32_t root : roots) {
+    const uint16_t base = nodes[root].depth;  // the root is level 1; level 0 is `parent`
+    walk_states_[0] = parent;
+    const uint32_t end = nodes[root].subtree_end;
+    for (uint32_t i = root; i < end;) {
+      const TokenTrie::Node& node = nodes[i];
+      const size_t level = node.depth - base + 1u;
+      const LexerStateId before = walk_states_[level - 1];
+      const LexerStateId next = lexer_->next(before, node.byte);
+      if (next == kDeadLexerState) {
+        if (lexer_->accepting(before)) boundaries.emplace_back(before, i);
+        i = node.subtree_end;
+        continue;
+      }
+      walk_states_[level] = next;
+      // A large subtree whose bytes all loop back to `next` is allowed whole: no lexeme ends
+      // in it and no state changes, so its tokens are taken as one run.
+      if (node.subtree_end - i >= kWholeSubtreeMin) {
+        const std::array<uint64_t, 4>& below = trie_->bytes_below(i);
+        const std::array<uint64_t, 4>& loops = self_loops(next);
+        if ((below[0] & ~loops[0]) == 0 && (below[1] & ~loops[1]) == 0 &&
+            (below[2] & ~loops[2]) == 0 && (below[3] & ~loops[3]) == 0) {
+          const uint32_t end_token = trie_->subtree_tokens_end(i);
+          for (uint32_t k = node.tokens_begin; k < end_token; ++k) on_token(trie_->token_ids()[k]);
+          i = node.subtree_end;
+          continue;
+        }
+      }
+      for (uint32_t k = 0; k < node.tokens_count; ++k) {
+        on_token(trie_->token_ids()[node.tokens_begin + k]);
+      }
+      ++i;
+    }
+  }
+  std::stable_sort(boundaries.begin(), boundaries.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Group> groups;
+  for (const auto& [before, node] : boundaries) {
+    if (groups.empty() || groups.back().before != before) {
+      groups.push_back(Group{next_group_id.fetch_add(1), before, {}});
+    }
+    groups.back().nodes.push_back(node);
+  }
+  return groups;
+}
+
+const std::array<uint64_t, 4>& TokenMasker::self_loops(LexerStateId state) {
+  if (state >= self_loops_known_.size()) {
+    self_loops_known_.resize(state + 1, 0);
+    self_loops_.resize(state + 1);
+  }
+  if (self_loops_known_[state] == 0) {
+    std::array<uint64_t, 4> loops{};
+    for (unsigned b = 0; b < 256; ++b) {
+      if (lexer_->next(state, static_cast<uint8_t>(b)) == state) loops[b >> 6] |= uint64_t{1} << (b & 63);
+    }
+    self_loops_[state] = loops;
+    self_loops_known_[state] = 1;
+  }
+  return self_loops_[state];
+}
+
+StateMaskCache::Key TokenMasker::shared_key(LexerStateId state) const {
+  StateMaskCache::Key key;
+  std::vector<std::array<uint64_t, 2>> hashes;
+  const RegexBuilder& rx = grammar_->regexes();
+  for (const auto& [lexeme, regex] : lexer_->alive(state)) {
+    if (rx.has_boolean(regex)) return {};
+    hashes.push_back(rx.structural_hash(regex));
+  }
+  std::sort(hashes.begin(), hashes.end());
+  hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+  for (const auto& h : hashes) key.insert(key.end(), h.begin(), h.end());
+  return key;
+}
+
+const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
+  const auto found = cache_.find(state);
+  if (found != cache_.end()) return found->second;
+  StateMasks masks;
+  const StateMaskCache::Key key = shared_key(state);
+  if (!key.empty()) {
+    if (auto shared = trie_->shared_masks().find(key)) {
+      // Computed by another grammar: only the lexer states of its groups are this grammar's.
+      for (const SharedMaskGroup& g : shared->groups) {
+        LexerStateId before = state;
+        for (const char c : g.before_path) before = lexer_->next(before, static_cast<uint8_t>(c));
+        SYN_CHECK(lexer_->accepting(before), "shared mask does not fit this grammar's lexer");
+        masks.groups.push_back(Group{g.id, before, g.nodes});
+      }
+      masks.shared = std::move(shared);
+      ++stats_.shared_hits;
+      return cache_.emplace(state, std::move(masks)).first->second;
+    }
+  }
+  ++stats_.walked;
+  if (key.empty()) ++stats_.unshareable;
+  auto computed = std::make_shared<SharedStateMasks>();
+  computed->within.assign(mask_words(), 0);
+  // The root's children are the first bytes of every token.
+  std::vector<uint32_t> children;
+  const std::span<const TokenTrie::Node> nodes = trie_->nodes();
+  for (uint32_t i = 1; i < nodes.size(); i = nodes[i].subtree_end) children.push_back(i);
+  masks.groups = walk_lexer(children, state, [&](TokenId t) {
+    const auto bit = static_cast<size_t>(t);
+    computed->within[bit >> 6] |= uint64_t{1} << (bit & 63);
+  });
+  if (!key.empty()) {
+    for (const Group& g : masks.groups) {
+      computed->groups.push_back(
+          SharedMaskGroup{g.id, trie_->path(trie_->parent(g.nodes.front())), g.nodes});
+    }
+    trie_->shared_masks().insert(key, computed);
+  }
+  masks.shared = std::move(computed);
+  return cache_.emplace(state, std::move(masks)).first->second;
+}
+
+const TokenMasker::AfterMasks& TokenMasker::after_masks(const Group& group, LexerStateId start) {
+  const uint64_t key = (uint64_t{group.id} << 32) | start;
+  const auto found = after_cache_.find(key);
+  if (found != after_cache_.end()) return found->second;
+  AfterMasks after;
+  after.groups = walk_lexer(group.nodes, start, [&](TokenId t) { after.tokens.push_back(t); });
+  return after_cache_.emplace(key, std::move(after)).first->second;
+}
+
+void TokenMasker::apply_group(const Group& group, EarleyParser& parser,
+                              std::span<uint64_t> mask) {
+  // One scan serves every token that ends this lexeme at the same place.
+  if (!parser.scan(lexer_->accepted(group.before))) return;
+  const AfterMasks& after = after_masks(group, start_after_scan(parser));
+  for (const TokenId t : after.tokens) {
+    const auto bit = static_cast<size_t>(t);
+    mask[bit >> 6] |= uint64_t{1} << (bit & 63);
+  }
+  for (const Group& nested : after.groups) apply_group(nested, parser, mask);
+  parser.pop();
+}
+
+void TokenMasker::compute_mask(Matcher& matcher, std::span<uint64_t> mask) {
+  SYN_CHECK(mask.size() >= mask_words(), "token mask shorter than the vocabulary");
+  SYN_CHECK(&matcher.lexer() == lexer_.get(), "matcher not made by this masker");
+  // Each state entry holds a whole-vocabulary bitmask (16 KiB for 128k tokens); a grammar
+  // with very many lexer states starts over rather than growing without bound. Only here, so
+  // no entry is dropped while a mask still reads it.
+  if (cache_.size() >= kMaxCachedStates || after_cache_.size() >= kMaxCachedAfters) {
+    cache_.clear();
+    after_cache_.clear();
+  }
+  const StateMasks& masks = state_masks(matcher.lexer_state());
+  std::copy(masks.shared->within.begin(), masks.shared->within.end(), mask.begin());
+  EarleyParser& parser = matcher.parser();
+  for (const Group& group : masks.groups) apply_group(group, parser, mask);
+  const bool may_end = matcher.accepts_end();
+  for (const TokenId t : trie_->end_tokens()) {
+    const auto bit = static_cast<size_t>(t);
+    if (may_end) {
+      mask[bit >> 6] |= uint64_t{1} << (bit & 63);
+    } else {
+      mask[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+    }
+  }
+}
+
+bool TokenMasker::consume_token(Matcher& matcher, TokenId token) {
+  if (token < 0 || static_cast<size_t>(token) >= trie_->vocab_size()) return false;
+  if (std::binary_search(trie_->end_tokens().begin(), trie_->end_tokens().end(), token)) {
+    return matcher.accepts_end();
+  }
+  if (!trie_->in_trie(token)) return false;
+  return matcher.consume_bytes(trie_->token_bytes(token));
+}
+
+}  // namespace synapse::constrain

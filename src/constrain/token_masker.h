@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// Token masks: which tokens of the vocabulary may come next in a Matcher's state.
+//
+// The walk goes down the vocabulary trie driving the lexer byte by byte; a subtree is skipped
+// as soon as its prefix is impossible, and taken whole when all its bytes leave the lexer
+// where it is (most of a JSON string). Three caches make a mask cheap:
+//   - what a lexer state allows without ending its lexeme does not depend on the parser: it
+//     is computed once per state, and once per vocabulary for states many grammars share
+//     (state_mask_cache.h);
+//   - where a lexeme ends inside a token, the tokens that then stay inside the next lexeme
+//     depend only on where (the group of trie subtrees) and on the next lexer state: cached
+//     per (group, state);
+//   - so a mask is a copy of a bitmask, one parser scan per group (undone after), and the
+//     cached token lists of what follows.
+//
+// One TokenMasker per compiled grammar and vocabulary, shared by every sequence that uses the
+// grammar; not thread-safe (the lexer and the caches fill in lazily): callers serialise.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "constrain/grammar.h"
+#include "constrain/lexer.h"
+#include "constrain/matcher.h"
+#include "constrain/token_trie.h"
+
+namespace synapse::constrain {
+
+class TokenMasker {
+ public:
+  TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
+
+  Matcher new_matcher() const { return Matcher(grammar_, lexer_); }
+  const TokenTrie& trie() const { return *trie_; }
+  size_t mask_words() const { return (trie_->vocab_size() + 63) / 64; }
+
+  // Sets bit t of `mask` (mask_words() words) when token t may come next: its bytes keep the
+  // text a prefix of the language, or it ends generation and the text is complete.
+  void compute_mask(Matcher& matcher, std::span<uint64_t> mask);
+  // Feeds one token. False (state unchanged) when the mask would not allow it. An end token
+  // leaves the matcher as it is.
+  bool consume_token(Matcher& matcher, TokenId token);
+
+  size_t cached_states() const { return cache_.size(); }
+  // How lexer states got their masks: walked here, found in the vocabulary's shared cache,
+  // or walked and not shareable (intersection or complement in their regexes).
+  struct Stats {
+    uint64_t walked = 0;
+    uint64_t shared_hits = 0;
+    uint64_t unshareable = 0;
+  };
+  const Stats& stats() const { return stats_; }
+  static constexpr size_t kMaxCachedStates = 2048;
+  static constexpr size_t kMaxCachedAfters = 1 << 16;
+  // Subtrees at least this large (in nodes) are checked for being allowed whole.
+  static constexpr uint32_t kWholeSubtreeMin = 8;
+
+ private:
+  // Trie nodes whose byte ends the lexeme of lexer state `before` (accepting there): what they
+  // allow depends on the parser, which must scan that lexeme first.
+  struct Group {
+    uint32_t id;
+    LexerStateId before;
+    std::vector<uint32_t> nodes;
+  };
+  // What a lexer state allows on its own: the tokens that stay inside the current lexeme, and
+  // the groups of subtrees where it ends.
+  struct StateMasks {
+    std::shared_ptr<const SharedStateMasks> shared;  // `within` (maybe shared by grammars)
+    std::vector<Group> groups;
+  };
+  // After a group's lexeme is scanned and the next one starts in lexer state `start`: the
+  // tokens that end inside that next lexeme, and the groups where it ends in turn.
+  struct AfterMasks {
+    std::vector<TokenId> tokens;
+    std::vector<Group> groups;
+  };
+
+  const StateMasks& state_masks(LexerStateId state);
+  // The key of `state` in the vocabulary's shared cache; empty when it must not be shared.
+  StateMaskCache::Key shared_key(LexerStateId state) const;
+  const AfterMasks& after_masks(const Group& group, LexerStateId start);
+  // Walks the subtrees of `roots` (whose bytes follow lexer state `parent`) with the lexer
+  // alone: `on_token` for every token that fits, boundaries collected into groups.
+  template <typename OnToken>
+  std::vector<Group> walk_lexer(std::span<const uint32_t> roots, LexerStateId parent,
+                                OnToken on_token);
+  void apply_group(const Group& group, EarleyParser& parser, std::span<uint64_t> mask);
+  // The bytes on which lexer state `state` goes back to itself (inside a JSON string: nearly
+  // all), so a trie subtree made only of those bytes is allowed whole without walking it.
+  const std::array<uint64_t, 4>& self_loops(LexerStateId state);
+  LexerStateId start_after_scan(EarleyParser& parser);
+
+  std::shared_ptr<const Grammar> grammar_;
+  std::shared_ptr<const TokenTrie> trie_;
+  std::shared_ptr<Lexer> lexer_;
+  std::unordered_map<LexerStateId, StateMasks> cache_;
+  std::unordered_map<uint64_t, AfterMasks> after_cache_;  // key: group id << 32 | start
+  std::vector<LexerStateId> walk_states_;  // scratch of walk_lexer, per trie depth
+  std::vector<std::array<uint64_t, 4>> self_loops_;  // per lexer state, once known
+  std::vector<uint8_t> self_loops_known_;
+  Stats stats_;
+};
+
+}  // namespace synapse::constrain

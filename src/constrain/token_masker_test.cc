@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "constrain/token_masker.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "format/gguf/gguf_file.h"
+#include "tests/support/test_support.h"
+
+namespace synapse::constrain {
+namespace {
+
+// value ::= string | number | "[" "]" | "[" items "]";  items ::= value | items "," value
+std::shared_ptr<const Grammar> lists_of_strings_and_numbers() {
+  GrammarBuilder b;
+  RegexBuilder& rx = b.regex();
+  const NonterminalId value = b.add_nonterminal("value");
+  const NonterminalId items = b.add_nonterminal("items");
+  ByteSet digits;
+  digits.add_range('0', '9');
+  ByteSet not_plain;
+  not_plain.add('"');
+  not_plain.add('\\');
+  ByteSet chars;
+  for (unsigned c = 0x20; c <= 0xff; ++c) {
+    if (!not_plain.contains(static_cast<uint8_t>(c))) chars.add(static_cast<uint8_t>(c));
+  }
+  const RegexId escape = rx.concat(rx.byte('\\'), rx.bytes(not_plain));
+  const RegexId body = rx.repeat(rx.alt(rx.bytes(chars), escape), 0, kUnbounded);
+  const Symbol string = b.token(rx.concat(rx.concat(rx.byte('"'), body), rx.byte('"')));
+  const Symbol number = b.token(rx.repeat(rx.bytes(digits), 1, kUnbounded));
+  b.add_rule(value, {string});
+  b.add_rule(value, {number});
+  b.add_rule(value, {b.literal("["), b.literal("]")});
+  b.add_rule(value, {b.literal("["), Symbol::nonterminal(items), b.literal("]")});
+  b.add_rule(items, {Symbol::nonterminal(value)});
+  b.add_rule(items, {Symbol::nonterminal(items), b.literal(","), Symbol::nonterminal(value)});
+  auto grammar = std::move(b).build(value);
+  EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
+  return std::make_shared<const Grammar>(std::move(grammar).value());
+}
+
+std::shared_ptr<const TokenTrie> llama3_trie(const std::string& path) {
+  auto file = GgufFile::open(path);
+  EXPECT_TRUE(file.ok()) << file.status().to_string();
+  auto tok = tokenizer::Tokenizer::from_gguf(file->metadata());
+  EXPECT_TRUE(tok.ok()) << tok.status().to_string();
+  return std::make_shared<const TokenTrie>(
+      TokenTrie::from_tokenizer(*tok, {tok->vocab().special().eos}));
+}
+
+bool bit(std::span<const uint64_t> mask, size_t t) { return (mask[t >> 6] >> (t & 63)) & 1; }
+
+// The mask must allow exactly the tokens whose bytes the matcher accepts, at every state along
+// a text; checked against feeding each token's bytes and rolling back. Each position checks a
+// quarter of the vocabulary (rotating), the tokens that touch the grammar's punctuation always.
+TEST(TokenMasker, EqualsFeedingEveryTokenAlongATextOnLlama3) {
+  SYN_REQUIRE_FIXTURE(vocab, "tokenizer/vocab/llama3-vocab.gguf");
+  const auto trie = llama3_trie(vocab);
+  TokenMasker masker(lists_of_strings_and_numbers(), trie);
+  Matcher m = masker.new_matcher();
+  const std::string text = R"(["a b",12,[],["x\"y",[7,"\\"]],"")" "]";
+  std::vector<uint64_t> mask(masker.mask_words());
+  for (size_t pos = 0; pos <= text.size(); ++pos) {
+    std::fill(mask.begin(), mask.end(), 0);
+    masker.compute_mask(m, mask);
+    size_t allowed = 0;
+    for (size_t t = 0; t < trie->vocab_size(); ++t) {
+      const std::string& text_of_t = trie->token_bytes(static_cast<TokenId>(t));
+      const bool punctuation = text_of_t.find_first_of("\"[],\\") != std::string::npos;
+      const bool end = t == static_cast<size_t>(trie->end_tokens()[0]);
+      if (t % 4 != pos % 4 && !punctuation && !end) continue;
+      bool expected = false;
+      if (trie->in_trie(static_cast<TokenId>(t))) {
+        const std::string& bytes = trie->token_bytes(static_cast<TokenId>(t));
+        expected = m.consume_bytes(bytes);
+        if (expected) m.rollback_bytes(bytes.size());
+      }
+      if (t == static_cast<size_t>(trie->end_tokens()[0])) expected = m.accepts_end();
+      ASSERT_EQ(bit(mask, t), expected)
+          << "token " << t << " '" << trie->token_bytes(static_cast<TokenId>(t)) << "' after '"
+          << text.substr(0, pos) << "'";
+      allowed += expected ? 1 : 0;
+    }
+    EXPECT_GT(allowed, 0u) << "nothing allowed after '" << text.substr(0, pos) << "'";
+    if (pos < text.size()) {
+      ASSERT_TRUE(m.consume_bytes(text.substr(pos, 1)));
+    }
+  }
+  EXPECT_TRUE(m.accepts_end());
+}
+
+TEST(TokenMasker, ConsumeTokenFollowsTheMask) {
+  SYN_REQUIRE_FIXTURE(vocab, "tokenizer/vocab/llama3-vocab.gguf");
+  const auto trie = llama3_trie(vocab);
+  TokenMasker masker(lists_of_strings_and_numbers(), trie);
+  Matcher m = masker.new_matcher();
+  const TokenId eos = trie->end_tokens()[0];
+  EXPECT_FALSE(masker.consume_token(m, eos));  // nothing written yet
+  // Greedy random walk through allowed tokens; every chosen token must be consumable.
+  std::mt19937 rng(7);
+  std::vector<uint64_t> mask(masker.mask_words());
+  for (int step = 0; step < 40; ++step) {
+    std::fill(mask.begin(), mask.end(), 0);
+    masker.compute_mask(m, mask);
+    std::vector<TokenId> allowed;
+    for (size_t t = 0; t < trie->vocab_size(); ++t) {
+      if (bit(mask, t) && static_cast<TokenId>(t) != eos) allowed.push_back(static_cast<TokenId>(t));
+    }
+    ASSERT_FALSE(allowed.empty());
+    const TokenId pick = allowed[rng() % allowed.size()];
+    ASSERT_TRUE(masker.consume_token(m, pick)) << trie->token_bytes(pick);
+  }
+  EXPECT_GT(masker.cached_states(), 0u);
+}
+
+}  // namespace
+}  // namespace synapse::constrain

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "constrain/token_trie.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace synapse::constrain {
+
+TokenTrie TokenTrie::from_tokenizer(const tokenizer::Tokenizer& tokenizer,
+                                    std::vector<TokenId> end_tokens) {
+  TokenTrie trie;
+  const tokenizer::Vocab& vocab = tokenizer.vocab();
+  trie.vocab_size_ = vocab.size();
+  trie.bytes_.resize(trie.vocab_size_);
+  trie.in_trie_.assign(trie.vocab_size_, 0);
+  std::vector<TokenId> order;
+  for (size_t i = 0; i < trie.vocab_size_; ++i) {
+    const auto id = static_cast<TokenId>(i);
+    tokenizer.append_token_bytes(id, tokenizer::DecodeOptions{}, trie.bytes_[i]);
+    const tokenizer::TokenType type = vocab.type(id);
+    if (type == tokenizer::TokenType::kControl || type == tokenizer::TokenType::kUnused ||
+        trie.bytes_[i].empty()) {
+      continue;
+    }
+    trie.in_trie_[i] = 1;
+    order.push_back(id);
+  }
+  // Sorting the byte strings puts every prefix before its extensions, so the trie comes out
+  // in depth-first order with one pass and a stack of open nodes.
+  std::stable_sort(order.begin(), order.end(), [&](TokenId a, TokenId b) {
+    return trie.bytes_[static_cast<size_t>(a)] < trie.bytes_[static_cast<size_t>(b)];
+  });
+  trie.nodes_.push_back(Node{});  // the root
+  std::vector<uint32_t> open = {0};  // path from the root to the last node created
+  std::string path;                  // bytes of that path
+  for (const TokenId id : order) {
+    const std::string& bytes = trie.bytes_[static_cast<size_t>(id)];
+    size_t common = 0;
+    while (common < path.size() && common < bytes.size() && path[common] == bytes[common]) {
+      ++common;
+    }
+    while (path.size() > common) {  // close the nodes past the common prefix
+      trie.nodes_[open.back()].subtree_end = static_cast<uint32_t>(trie.nodes_.size());
+      open.pop_back();
+      path.pop_back();
+    }
+    for (size_t d = common; d < bytes.size(); ++d) {
+      Node node;
+      node.byte = static_cast<uint8_t>(bytes[d]);
+      node.depth = static_cast<uint16_t>(d + 1);
+      open.push_back(static_cast<uint32_t>(trie.nodes_.size()));
+      trie.nodes_.push_back(node);
+      path.push_back(bytes[d]);
+    }
+    trie.max_depth_ = std::max(trie.max_depth_, bytes.size());
+  }
+  while (!open.empty()) {
+    trie.nodes_[open.back()].subtree_end = static_cast<uint32_t>(trie.nodes_.size());
+    open.pop_back();
+  }
+  // Token lists per node, in node order.
+  std::vector<std::vector<TokenId>> at_node(trie.nodes_.size());
+  {
+    // Walk again to find each token's node: the sorted order visits nodes in preorder.
+    std::vector<uint32_t> stack = {0};
+    std::string current;
+    size_t next_node = 1;
+    for (const TokenId id : order) {
+      const std::string& bytes = trie.bytes_[static_cast<size_t>(id)];
+      size_t common = 0;
+      while (common < current.size() && common < bytes.size() && current[common] == bytes[common]) {
+        ++common;
+      }
+      stack.resize(common + 1);
+      current.resize(common);
+      for (size_t d = common; d < bytes.size(); ++d) {
+        stack.push_back(static_cast<uint32_t>(next_node++));
+        current.push_back(bytes[d]);
+      }
+      at_node[stack.back()].push_back(id);
+    }
+  }
+  for (size_t i = 0; i < trie.nodes_.size(); ++i) {
+    trie.nodes_[i].tokens_begin = static_cast<uint32_t>(trie.token_ids_.size());
+    trie.nodes_[i].tokens_count = static_cast<uint16_t>(at_node[i].size());
+    trie.token_ids_.insert(trie.token_ids_.end(), at_node[i].begin(), at_node[i].end());
+  }
+  // Parents, and the bytes below each node, children before parents (a child's index is
+  // above its parent's).
+  trie.parent_.assign(trie.nodes_.size(), 0);
+  trie.below_.assign(trie.nodes_.size(), {});
+  for (size_t i = trie.nodes_.size(); i-- > 0;) {
+    std::array<uint64_t, 4>& below = trie.below_[i];
+    for (uint32_t c = static_cast<uint32_t>(i) + 1; c < trie.nodes_[i].subtree_end;
+         c = trie.nodes_[c].subtree_end) {
+      const uint8_t b = trie.nodes_[c].byte;
+      trie.parent_[c] = static_cast<uint32_t>(i);
+      below[b >> 6] |= uint64_t{1} << (b & 63);
+      for (size_t w = 0; w < 4; ++w) below[w] |= trie.below_[c][w];
+    }
+  }
+  std::sort(end_tokens.begin(), end_tokens.end());
+  end_tokens.erase(std::unique(end_tokens.begin(), end_tokens.end()), end_tokens.end());
+  trie.end_tokens_ = std::move(end_tokens);
+  return trie;
+}
+
+std::string TokenTrie::path(uint32_t node) const {
+  std::string out;
+  for (; node != 0; node = parent_[node]) out.push_back(static_cast<char>(nodes_[node].byte));
+  return std::string(out.rbegin(), out.rend());
+}
+
+}  // namespace synapse::constrain
