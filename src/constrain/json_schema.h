@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON Schema (draft 2020-12 and draft-07, as real schemas use them) compiled to a Grammar
+// whose language is the canonical serialisations of the instances the schema accepts.
+//
+// Honest by construction: every keyword is either enforced, ignored because it is an
+// annotation (title, description, examples, default, $comment, ...), or a compile error
+// `unsupported_schema` that names its JSON pointer. Never silently dropped.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "constrain/grammar.h"
+
+namespace synapse::constrain {
+
+struct JsonSchemaOptions {
+  // Compact (no whitespace, as json.dumps(separators=(",", ":")) writes) unless flexible, where
+  // up to kMaxFlexibleWhitespace bytes of [ \t\n\r] may come before every token (the first
+  // one too: a leading blank is as harmless to a parser as one between tokens).
+  bool flexible_whitespace = false;
+  static constexpr uint32_t kMaxFlexibleWhitespace = 20;
+  // Bounds: over any, the compile fails with schema_too_complex.
+  std::chrono::milliseconds time_limit{2000};
+  size_t max_rules = 200000;
+  size_t max_regex_terms = 1000000;  // RegexBuilder::term_count()
+  // oneOf whose branches are not provably disjoint: refused with unsupported_schema by
+  // default, because a value matching two branches would be accepted though invalid. When
+  // true, such a oneOf is compiled as anyOf (a superset) and a note names it.
+  bool one_of_as_any_of = false;
+  // When set, receives one line per place where the grammar is looser than the schema (only
+  // one_of_as_any_of makes any).
+  std::vector<std::string>* notes = nullptr;
+};
+
+// `schema` keeps its key order (properties are generated in definition order).
+Result<Grammar> compile_json_schema(const nlohmann::ordered_json& schema,
+                                    const JsonSchemaOptions& options = {});
+
+// Adds the schema's lexemes and rules to `builder` and returns the symbol that derives its
+// instances: for grammars that embed JSON values (tool calls, whose arguments follow each
+// function's parameters).
+Result<Symbol> add_json_schema(GrammarBuilder& builder, const nlohmann::ordered_json& schema,
+                               const JsonSchemaOptions& options = {});
+Result<Symbol> add_any_json_object(GrammarBuilder& builder, const JsonSchemaOptions& options = {});
+
+// Any JSON value (`{"type": "json_object"}` uses json_object_grammar: any object).
+Result<Grammar> any_json_grammar(const JsonSchemaOptions& options = {});
+Result<Grammar> json_object_grammar(const JsonSchemaOptions& options = {});
+
+}  // namespace synapse::constrain
