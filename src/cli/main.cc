@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   add_score_command(app, exit_code);
   add_serve_command(app, exit_code);
   add_jobs_command(app, exit_code);
+  add_grammar_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
