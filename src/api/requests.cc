@@ -213,6 +213,150 @@ Status parse_logit_bias(const Json& body, const RequestLimits& limits,
   return ok_status();
 }
 
+// A JSON Schema as a request carries it: an object, or true/false.
+Status check_schema_value(const Json& schema, const std::string& path) {
+  if (!schema.is_object() && !schema.is_boolean()) {
+    return wrong_type(path, "a JSON Schema (an object)", schema);
+  }
+  return ok_status();
+}
+
+// response_format (OpenAI), and llama-server's json_schema and grammar; at most one of them.
+Status parse_output_format(const Json& body, OutputFormat& out) {
+  int given = 0;
+  if (const Json* format = field(body, "response_format")) {
+    if (!format->is_object()) return wrong_type("response_format", "an object", *format);
+    SYN_ASSIGN_OR_RETURN(const auto type, get_string(*format, "type", "response_format"));
+    if (!type) return missing("response_format.type");
+    if (*type == "json_object") {
+      out.kind = OutputFormat::Kind::kJsonObject;
+      out.field = "response_format";
+      // llama-server lets json_object carry a schema too; honour it when present.
+      if (const Json* schema = field(*format, "schema")) {
+        SYN_RETURN_IF_ERROR(check_schema_value(*schema, "response_format.schema"));
+        out.kind = OutputFormat::Kind::kJsonSchema;
+        out.schema = *schema;
+        out.field = "response_format.schema";
+      }
+    } else if (*type == "json_schema") {
+      const Json* spec = field(*format, "json_schema");
+      if (spec == nullptr) return missing("response_format.json_schema");
+      if (!spec->is_object()) {
+        return wrong_type("response_format.json_schema", "an object", *spec);
+      }
+      SYN_ASSIGN_OR_RETURN(const auto name, get_string(*spec, "name", "response_format.json_schema"));
+      if (name) {
+        SYN_RETURN_IF_ERROR(check_text("response_format.json_schema.name", *name));
+        out.name = *name;
+      }
+      SYN_ASSIGN_OR_RETURN(const auto strict,
+                           get_bool(*spec, "strict", "response_format.json_schema"));
+      out.strict = strict.value_or(false);
+      const Json* schema = field(*spec, "schema");
+      out.kind = OutputFormat::Kind::kJsonSchema;
+      out.field = "response_format.json_schema.schema";
+      if (schema == nullptr) {
+        out.kind = OutputFormat::Kind::kJsonObject;  // OpenAI: no schema means any JSON object
+        out.field = "response_format.json_schema";
+      } else {
+        SYN_RETURN_IF_ERROR(check_schema_value(*schema, out.field));
+        out.schema = *schema;
+      }
+    } else if (*type != "text") {
+      return bad_value("response_format.type",
+                       "'" + clip_for_echo(*type) +
+                           "' is not a response format; use 'text', 'json_object' or 'json_schema'");
+    }
+    ++given;
+  }
+  if (const Json* schema = field(body, "json_schema")) {
+    SYN_RETURN_IF_ERROR(check_schema_value(*schema, "json_schema"));
+    out.kind = OutputFormat::Kind::kJsonSchema;
+    out.schema = *schema;
+    out.field = "json_schema";
+    ++given;
+  }
+  SYN_ASSIGN_OR_RETURN(const auto grammar, get_string(body, "grammar"));
+  if (grammar && !grammar->empty()) {
+    out.kind = OutputFormat::Kind::kGrammar;
+    out.grammar = *grammar;
+    out.field = "grammar";
+    ++given;
+  }
+  if (given > 1) {
+    return bad_value(out.field, "only one of 'response_format', 'json_schema' and 'grammar' may "
+                                "constrain the output");
+  }
+  return ok_status();
+}
+
+// tool_choice and parallel_tool_calls, after tools.
+Status parse_tool_choice(const Json& body, ChatCompletionRequest& r) {
+  const bool has_tools = r.tools.is_array() && !r.tools.empty();
+  r.tool_choice.kind = has_tools ? ToolChoice::Kind::kAuto : ToolChoice::Kind::kNone;
+  SYN_ASSIGN_OR_RETURN(const auto parallel, get_bool(body, "parallel_tool_calls"));
+  r.parallel_tool_calls = parallel.value_or(true);
+  const Json* choice = field(body, "tool_choice");
+  if (choice == nullptr) return ok_status();
+  if (choice->is_string()) {
+    const std::string& name = choice->get_ref<const std::string&>();
+    if (name == "none") {
+      r.tool_choice.kind = ToolChoice::Kind::kNone;
+    } else if (name == "auto") {
+      r.tool_choice.kind = has_tools ? ToolChoice::Kind::kAuto : ToolChoice::Kind::kNone;
+    } else if (name == "required") {
+      if (!has_tools) return bad_value("tool_choice", "'required' needs at least one tool");
+      r.tool_choice.kind = ToolChoice::Kind::kRequired;
+    } else {
+      return bad_value("tool_choice", "must be 'none', 'auto', 'required' or a function");
+    }
+    return ok_status();
+  }
+  if (!choice->is_object()) return wrong_type("tool_choice", "a string or an object", *choice);
+  SYN_ASSIGN_OR_RETURN(const auto type, get_string(*choice, "type", "tool_choice"));
+  if (!type || *type != "function") return bad_value("tool_choice.type", "must be 'function'");
+  const Json* function = field(*choice, "function");
+  if (function == nullptr || !function->is_object()) {
+    return missing("tool_choice.function");
+  }
+  SYN_ASSIGN_OR_RETURN(const auto name, get_string(*function, "name", "tool_choice.function"));
+  if (!name) return missing("tool_choice.function.name");
+  bool found = false;
+  for (const Json& tool : r.tools.is_array() ? r.tools : Json::array()) {
+    const Json* f = field(tool, "function");
+    if (f != nullptr && f->is_object() && f->value("name", std::string()) == *name) found = true;
+  }
+  if (!found) {
+    return bad_value("tool_choice.function.name",
+                     "'" + clip_for_echo(*name) + "' is not one of the request's tools");
+  }
+  r.tool_choice.kind = ToolChoice::Kind::kFunction;
+  r.tool_choice.function = *name;
+  return ok_status();
+}
+
+// Each tool: {"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}.
+Status check_tools(const Json& tools) {
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string path = "tools[" + std::to_string(i) + "]";
+    const Json& tool = tools[i];
+    SYN_ASSIGN_OR_RETURN(const auto type, get_string(tool, "type", path));
+    if (type && *type != "function") {
+      return unsupported(path + ".type", "only 'function' tools are supported");
+    }
+    const Json* function = field(tool, "function");
+    if (function == nullptr) return missing(path + ".function");
+    if (!function->is_object()) return wrong_type(path + ".function", "an object", *function);
+    SYN_ASSIGN_OR_RETURN(const auto name, get_string(*function, "name", path + ".function"));
+    if (!name || name->empty()) return missing(path + ".function.name");
+    SYN_RETURN_IF_ERROR(check_text(path + ".function.name", *name));
+    if (const Json* parameters = field(*function, "parameters")) {
+      SYN_RETURN_IF_ERROR(check_schema_value(*parameters, path + ".function.parameters"));
+    }
+  }
+  return ok_status();
+}
+
 // Fields shared by both endpoints.
 Status parse_common(const Json& body, const RequestLimits& limits, std::string& model,
                     SamplingParams& s, StreamParams& stream, std::string& user,
@@ -261,15 +405,6 @@ Status parse_common(const Json& body, const RequestLimits& limits, std::string& 
       return bad_value("priority", "must be 'interactive', 'batch' or 'background'");
     }
     priority = *priority_name;
-  }
-  if (const Json* format = field(body, "response_format")) {
-    if (!format->is_object()) return wrong_type("response_format", "an object", *format);
-    SYN_ASSIGN_OR_RETURN(const auto type, get_string(*format, "type", "response_format"));
-    if (!type) return missing("response_format.type");
-    if (*type != "text") {
-      return unsupported("response_format.type",
-                         "'" + clip_for_echo(*type) + "' is not supported; only 'text' is");
-    }
   }
   return ok_status();
 }
@@ -387,6 +522,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
   CompletionRequest r;
   SYN_RETURN_IF_ERROR(
       parse_common(json, limits, r.model, r.sampling, r.stream, r.user, r.priority));
+  SYN_RETURN_IF_ERROR(parse_output_format(json, r.format));
   SYN_ASSIGN_OR_RETURN(r.sampling.max_tokens, get_int(json, "max_tokens", 0, 1 << 24));
   const Json* prompt = field(json, "prompt");
   if (prompt == nullptr) {
@@ -468,8 +604,11 @@ Result<ChatCompletionRequest> parse_chat_completion_request(std::string_view bod
         return wrong_type("tools[" + std::to_string(i) + "]", "an object", (*tools)[i]);
       }
     }
+    SYN_RETURN_IF_ERROR(check_tools(*tools));
     if (!tools->empty()) r.tools = *tools;
   }
+  SYN_RETURN_IF_ERROR(parse_tool_choice(json, r));
+  SYN_RETURN_IF_ERROR(parse_output_format(json, r.format));
   SYN_ASSIGN_OR_RETURN(const auto logprobs, get_bool(json, "logprobs"));
   r.logprobs = logprobs.value_or(false);
   SYN_ASSIGN_OR_RETURN(const auto top, get_int(json, "top_logprobs", 0, limits.max_top_logprobs));

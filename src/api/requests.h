@@ -54,6 +54,25 @@ struct StreamParams {
 // "background" (empty when the body has none; the server then looks at X-Synapse-Class).
 inline constexpr const char* kPriorityNames[] = {"interactive", "batch", "background"};
 
+// What the output must look like: OpenAI's response_format, or llama-server's extension fields
+// `json_schema` and `grammar` (GBNF).
+struct OutputFormat {
+  enum class Kind : uint8_t { kText, kJsonObject, kJsonSchema, kGrammar };
+  Kind kind = Kind::kText;
+  nlohmann::ordered_json schema;  // kJsonSchema: the schema, key order kept
+  std::string name;               // response_format.json_schema.name
+  bool strict = false;            // response_format.json_schema.strict
+  std::string grammar;            // kGrammar: GBNF text
+  std::string field;              // the request field it came from, for errors
+};
+
+// OpenAI's tool_choice: "none", "auto" (the default with tools), "required", or one function.
+struct ToolChoice {
+  enum class Kind : uint8_t { kNone, kAuto, kRequired, kFunction };
+  Kind kind = Kind::kAuto;
+  std::string function;  // kFunction: its name, one of the request's tools
+};
+
 struct CompletionRequest {
   std::string model;  // empty: the served model
   // Exactly one prompt: text, or token ids (prompt as [ids] or [[ids]]).
@@ -65,18 +84,22 @@ struct CompletionRequest {
   std::optional<int> logprobs;  // number of top alternatives per token (0: only the chosen)
   std::string user;
   std::string priority;
+  OutputFormat format;
 };
 
 struct ChatCompletionRequest {
   std::string model;
   std::vector<chat::ChatMessage> messages;
   nlohmann::ordered_json tools;  // null or the array, passed to the chat template
+  ToolChoice tool_choice;         // kNone when there are no tools
+  bool parallel_tool_calls = true;
   SamplingParams sampling;
   StreamParams stream;
   bool logprobs = false;
   int top_logprobs = 0;
   std::string user;
   std::string priority;
+  OutputFormat format;
 };
 
 struct TokenizeRequest {

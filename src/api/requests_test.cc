@@ -89,10 +89,49 @@ TEST(ChatRequest, ErrorsNameTheField) {
   expect_error(with(R"("logprobs": true, "top_logprobs": 50)"), ErrorCode::kInvalidValue,
                "top_logprobs");
   expect_error(with(R"("logit_bias": {"x": 1})"), ErrorCode::kInvalidValue, "logit_bias.x");
-  expect_error(with(R"("response_format": {"type": "json_object"})"),
-               ErrorCode::kUnsupportedParameter, "response_format.type");
+  expect_error(with(R"("response_format": {"type": "xml"})"), ErrorCode::kInvalidValue,
+               "response_format.type");
+  expect_error(with(R"("response_format": {"type": "json_schema"})"),
+               ErrorCode::kMissingParameter, "response_format.json_schema");
+  expect_error(with(R"("response_format": {"type": "json_schema", "json_schema": {"schema": 5}})"),
+               ErrorCode::kInvalidType, "response_format.json_schema.schema");
+  expect_error(with(R"("json_schema": {}, "grammar": "root ::= \"a\"")"),
+               ErrorCode::kInvalidValue, "grammar");
+  expect_error(with(R"("tool_choice": "required")"), ErrorCode::kInvalidValue, "tool_choice");
+  expect_error(with(R"("tools": [{"type": "function", "function": {"name": "f"}}],
+                       "tool_choice": {"type": "function", "function": {"name": "g"}})"),
+               ErrorCode::kInvalidValue, "tool_choice.function.name");
+  expect_error(with(R"("tools": [{"type": "function", "function": {}}])"),
+               ErrorCode::kMissingParameter, "tools[0].function.name");
   expect_error(with(R"("seed": 1.5)"), ErrorCode::kInvalidType, "seed");
   expect_error(with(R"("model": "\ud800")"), ErrorCode::kInvalidJson, "");
+}
+
+TEST(ChatRequest, OutputFormatsAndToolChoice) {
+  auto r = parse_chat_completion_request(R"({"messages": [{"role": "user", "content": "a"}],
+      "response_format": {"type": "json_schema", "json_schema": {"name": "p", "strict": true,
+      "schema": {"type": "object", "properties": {"b": {}, "a": {}}}}}})");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->format.kind, OutputFormat::Kind::kJsonSchema);
+  EXPECT_EQ(r->format.name, "p");
+  EXPECT_TRUE(r->format.strict);
+  EXPECT_EQ(r->format.schema.at("properties").begin().key(), "b");  // key order kept
+  EXPECT_EQ(r->tool_choice.kind, ToolChoice::Kind::kNone);  // no tools
+
+  r = parse_chat_completion_request(R"({"messages": [{"role": "user", "content": "a"}],
+      "response_format": {"type": "json_object"}, "tools": [{"type": "function", "function":
+      {"name": "f", "parameters": {"type": "object"}}}], "tool_choice": {"type": "function",
+      "function": {"name": "f"}}, "parallel_tool_calls": false})");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->format.kind, OutputFormat::Kind::kJsonObject);
+  EXPECT_EQ(r->tool_choice.kind, ToolChoice::Kind::kFunction);
+  EXPECT_EQ(r->tool_choice.function, "f");
+  EXPECT_FALSE(r->parallel_tool_calls);
+
+  const auto c = parse_completion_request(R"({"prompt": "a", "grammar": "root ::= \"x\""})");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->format.kind, OutputFormat::Kind::kGrammar);
+  EXPECT_EQ(c->format.field, "grammar");
 }
 
 TEST(ChatRequest, Bounds) {
@@ -158,7 +197,7 @@ TEST(HostileBody, EchoedValuesAreClipped) {
   const auto r = parse_chat_completion_request(
       R"({"messages": [{"role": "user", "content": "a"}], "response_format": {"type": ")" + huge +
       R"("}})");
-  expect_error(r, ErrorCode::kUnsupportedParameter, "response_format.type");
+  expect_error(r, ErrorCode::kInvalidValue, "response_format.type");
   EXPECT_LT(r.status().message().size(), 512u);
   const auto bias =
       parse_completion_request(R"({"prompt": "a", "logit_bias": {")" + huge + R"(": 1}})");

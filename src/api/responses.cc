@@ -114,7 +114,20 @@ std::string chat_completion_response(const ResponseMeta& meta, const ChatComplet
   Json choice;
   choice["index"] = 0;
   choice["message"]["role"] = "assistant";
-  choice["message"]["content"] = result.content;
+  choice["message"]["content"] =
+      result.tool_calls.empty() || !result.content.empty() ? Json(result.content) : Json();
+  if (!result.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const ToolCallResult& call : result.tool_calls) {
+      Json c;
+      c["id"] = call.id;
+      c["type"] = "function";
+      c["function"]["name"] = call.name;
+      c["function"]["arguments"] = call.arguments;
+      calls.push_back(std::move(c));
+    }
+    choice["message"]["tool_calls"] = std::move(calls);
+  }
   choice["logprobs"] = result.logprobs ? chat_logprobs(*result.logprobs) : Json();
   choice["finish_reason"] = finish_reason_name(result.finish_reason);
   j["choices"] = Json::array({std::move(choice)});
@@ -153,6 +166,21 @@ std::string chat_chunk(const ResponseMeta& meta, const ChatDelta& delta,
   choice["delta"] = Json::object();
   if (delta.role) choice["delta"]["role"] = "assistant";
   if (delta.content) choice["delta"]["content"] = *delta.content;
+  if (!delta.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const ToolCallDelta& call : delta.tool_calls) {
+      Json c;
+      c["index"] = call.index;
+      if (call.id) {
+        c["id"] = *call.id;
+        c["type"] = "function";
+        c["function"]["name"] = call.name;
+      }
+      c["function"]["arguments"] = call.arguments;
+      calls.push_back(std::move(c));
+    }
+    choice["delta"]["tool_calls"] = std::move(calls);
+  }
   choice["logprobs"] = logprobs != nullptr ? chat_logprobs(*logprobs) : Json();
   choice["finish_reason"] = finish ? Json(finish_reason_name(*finish)) : Json();
   j["choices"] = Json::array({std::move(choice)});

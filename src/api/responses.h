@@ -43,8 +43,16 @@ struct CompletionResult {
   Usage usage;
 };
 
+// One entry of message.tool_calls: {id, type: "function", function: {name, arguments}}.
+struct ToolCallResult {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text
+};
+
 struct ChatCompletionResult {
-  std::string content;
+  std::string content;  // "" with tool calls becomes null, as OpenAI writes it
+  std::vector<ToolCallResult> tool_calls;
   FinishReason finish_reason = FinishReason::kStop;
   std::optional<std::vector<TokenLogprob>> logprobs;
   Usage usage;
@@ -64,9 +72,18 @@ std::string completion_chunk(const ResponseMeta& meta, std::string_view text,
                              int64_t text_offset = 0);
 // A /v1/chat/completions chunk: the first carries delta.role = "assistant", later ones
 // delta.content, the last an empty delta and the finish reason.
+// OpenAI's tool-call delta: the first for a call carries index, id, type and name (and empty
+// arguments); later ones carry index and a piece of the arguments.
+struct ToolCallDelta {
+  size_t index = 0;
+  std::optional<std::string> id;  // set on the call's first delta (with the name)
+  std::string name;
+  std::string arguments;
+};
 struct ChatDelta {
   bool role = false;                   // include "role": "assistant"
   std::optional<std::string> content;  // include "content"
+  std::vector<ToolCallDelta> tool_calls;
 };
 std::string chat_chunk(const ResponseMeta& meta, const ChatDelta& delta,
                        std::optional<FinishReason> finish,

@@ -1,19 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse generate -m MODEL (-p TEXT | -f FILE) [-n N] [--temp --top-k --top-p --min-p
 // --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --seed --stop S]
-// [--ctx N] [--threads N] [--json]`: streams the generated text (not the prompt) to stdout as it
+// [--json-schema FILE | --grammar FILE] [--ctx N] [--threads N] [--json]`: streams the generated text (not the prompt) to stdout as it
 // is produced; timings go to stderr (load, prefill and decode tokens/s, time to first token). An
 // empty prompt starts from BOS alone. Sampling is llama.cpp's chain with its defaults (src/sample;
 // --temp 0 is greedy); stop strings are matched on the text across token boundaries and are not
-// printed.
+// printed. --json-schema / --grammar constrain every token to the schema or GBNF grammar
+// (src/constrain), and end of generation to where the text is complete.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/model_runner.h"
+#include "constrain/gbnf.h"
+#include "constrain/json_schema.h"
+#include "constrain/token_masker.h"
 #include "runtime/engine.h"
 #include "sample/sampler.h"
 #include "sample/stop_matcher.h"
@@ -33,7 +39,42 @@ struct GenerateOptions {
   SamplingParams sampling;
   std::vector<std::string> stop;
   bool json = false;
+  std::string json_schema_file;  // constrain the output to this JSON Schema
+  std::string grammar_file;       // ... or to this GBNF grammar
 };
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return Status(ErrorCode::kIoError, "cannot read the file", ErrorWhere{.path = path});
+  std::string text;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
+  std::fclose(f);
+  return text;
+}
+
+// The grammar of --json-schema or --grammar; null when neither is given.
+Result<std::shared_ptr<const constrain::Grammar>> load_constraint(const GenerateOptions& o) {
+  if (o.json_schema_file.empty() && o.grammar_file.empty()) {
+    return std::shared_ptr<const constrain::Grammar>();
+  }
+  const std::string& path = o.json_schema_file.empty() ? o.grammar_file : o.json_schema_file;
+  SYN_ASSIGN_OR_RETURN(const std::string text, read_text_file(path));
+  Result<constrain::Grammar> grammar = Status(ErrorCode::kInternal, "unset");
+  if (!o.json_schema_file.empty()) {
+    const nlohmann::ordered_json schema =
+        nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) {
+      return Status(ErrorCode::kInvalidJson, "the schema is not JSON", ErrorWhere{.path = path});
+    }
+    grammar = constrain::compile_json_schema(schema);
+  } else {
+    grammar = constrain::compile_gbnf(text);
+  }
+  if (!grammar.ok()) return std::move(grammar).take_status().with_path(path);
+  return std::make_shared<const constrain::Grammar>(std::move(grammar).value());
+}
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -84,6 +125,17 @@ int run_generate(const GenerateOptions& o) {
                        ErrorWhere{.field = "prompt"}));
   }
   const std::vector<int32_t> eog = end_of_generation_tokens(model);
+  Result<std::shared_ptr<const constrain::Grammar>> grammar = load_constraint(o);
+  if (!grammar.ok()) return fail(grammar.status());
+  std::optional<constrain::TokenMasker> masker;
+  std::optional<constrain::Matcher> matcher;
+  std::vector<uint64_t> mask;
+  std::vector<float> masked;
+  if (*grammar) {
+    masker.emplace(*grammar, std::make_shared<const constrain::TokenTrie>(
+                                 constrain::TokenTrie::from_tokenizer(*tok, {})));
+    matcher.emplace(masker->new_matcher());
+  }
 
   Engine engine(model);
   Session session(engine);
@@ -107,10 +159,18 @@ int run_generate(const GenerateOptions& o) {
   const double prefill_ms = ms_since(t_prefill);
   const auto t_decode = Clock::now();
   for (int i = 0; i < o.n_predict; ++i) {
-    const Result<int32_t> sampled = sampler->sample(*logits);
+    std::span<const float> row = *logits;
+    if (masker) {
+      constrain::mask_logits(*masker, *matcher, eog, row, mask, masked);
+      row = masked;
+    }
+    const Result<int32_t> sampled = sampler->sample(row);
     if (!sampled.ok()) return fail(sampled.status());
     const int32_t id = *sampled;
     sampler->accept(id);
+    if (masker && std::find(eog.begin(), eog.end(), id) == eog.end()) {
+      SYN_CHECK(masker->consume_token(*matcher, id), "the sampler drew a token the mask refused");
+    }
     if (std::find(eog.begin(), eog.end(), id) != eog.end()) {
       stop_reason = "end_of_generation";
       break;
@@ -200,6 +260,11 @@ void add_generate_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("-s,--seed", sp.seed, "Sampling seed (default: random, printed in --json)");
   cmd->add_option("--stop", o->stop, "Stop at this text (repeatable; not printed)");
+  auto* schema = cmd->add_option("--json-schema", o->json_schema_file,
+                                 "Constrain the output to the JSON Schema in this file");
+  cmd->add_option("--grammar", o->grammar_file,
+                  "Constrain the output to the GBNF grammar (llama.cpp's format) in this file")
+      ->excludes(schema);
   cmd->add_flag("--json", o->json, "Print one JSON object at the end instead of streaming");
   cmd->callback([o, &exit_code] { exit_code = run_generate(*o); });
 }

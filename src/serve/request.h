@@ -6,12 +6,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "constrain/token_masker.h"
 #include "model/hparams.h"
 #include "sample/logprobs.h"
 #include "sample/sampling_params.h"
@@ -47,6 +49,11 @@ struct GenerationRequest {
   std::optional<Clock::time_point> deadline;  // past it: finished with deadline_exceeded
   // Set: embed the prompt instead of generating (max_tokens, sampling, stop, logprobs unused).
   std::optional<EmbeddingSpec> embedding;
+  // Set: structured output. Before each draw, tokens that would take the text out of this
+  // grammar get -infinity, and end-of-generation tokens are allowed exactly when the text is a
+  // whole sentence. Shared with other requests using the same compiled grammar; only the
+  // service's loop thread touches it after submission.
+  std::shared_ptr<constrain::TokenMasker> constraint;
 };
 
 enum class FinishReason : uint8_t { kStop, kLength, kCancelled, kError };

@@ -75,6 +75,10 @@ struct Service::Job {
   // Embedding requests: the mean so far (kMean) or the last row (kLast), across prompt chunks.
   std::optional<MeanPoolAccumulator> mean;
   std::vector<float> last_hidden;
+  // Constrained requests: where the text is in the grammar, and the step's mask and logits.
+  std::optional<constrain::Matcher> matcher;
+  std::vector<uint64_t> mask;
+  std::vector<float> masked_logits;
 };
 
 struct Service::LoopState {
@@ -492,13 +496,32 @@ bool Service::run_step() {
   return true;
 }
 
+// The logits with every token the grammar refuses at -infinity; the sampler treats those as
+// banned, so the draw (and its seeded random stream) is the one over the allowed tokens.
+std::span<const float> Service::constrain_logits(Job& job, std::span<const float> logits) {
+  constrain::TokenMasker& masker = *job.request.constraint;
+  if (!job.matcher) job.matcher.emplace(masker.new_matcher());
+  constrain::mask_logits(masker, *job.matcher, job.request.eog_tokens, logits, job.mask,
+                         job.masked_logits);
+  return job.masked_logits;
+}
+
 void Service::sample_and_emit(Job& job, std::span<const float> logits) {
   LoopState& s = *state_;
   GenerationEvent event;
   event.step = s.step;
-  Result<int32_t> sampled = job.sampler.sample(logits);
+  const std::span<const float> row =
+      job.request.constraint ? constrain_logits(job, logits) : logits;
+  Result<int32_t> sampled = job.sampler.sample(row);
   if (!sampled.ok()) return finish(job, event, FinishReason::kError, sampled.status());
   const int32_t token = *sampled;
+  if (job.matcher && !job.request.constraint->consume_token(*job.matcher, token)) {
+    const std::vector<int32_t>& eog = job.request.eog_tokens;
+    if (std::find(eog.begin(), eog.end(), token) == eog.end()) {
+      return finish(job, event, FinishReason::kError,
+                    Status(ErrorCode::kInternal, "the sampler drew a token the grammar refuses"));
+    }
+  }
   std::optional<Logprobs> logprobs;
   if (job.request.logprobs) {
     Result<Logprobs> lp = compute_logprobs(logits, token, job.request.top_logprobs);

@@ -115,6 +115,7 @@ class Service {
   bool run_step();
   void make_room(size_t pages_needed);
   void sample_and_emit(Job& job, std::span<const float> logits);
+  std::span<const float> constrain_logits(Job& job, std::span<const float> logits);
   // An embedding job's hidden rows of this step; finishes it once its prompt has run.
   void pool_and_emit(Job& job, std::span<const float> hidden_rows);
   void finish(Job& job, GenerationEvent& event, FinishReason reason, Status error = {});

@@ -5,6 +5,7 @@
 // outlive the server.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,10 @@
 #include "serve/embedding_service.h"
 #include "serve/service.h"
 #include "tokenizer/tokenizer.h"
+
+namespace synapse::server {
+class OutputConstraints;
+}
 
 namespace synapse::server {
 
@@ -32,6 +37,9 @@ struct Inference {
   // the end-of-sequence id its tokenizer appends (kept when an input is truncated).
   PoolingType embedding_pooling = PoolingType::kLast;
   std::optional<int32_t> appended_eos;
+  // Compiled output constraints (response formats, tools), shared by the HTTP routes and the
+  // job executor; when null each route table makes its own.
+  std::shared_ptr<OutputConstraints> constraints;
 };
 
 // What the embedding routes need for a BERT-family model: the executor that owns the encoder

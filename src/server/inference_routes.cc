@@ -14,6 +14,7 @@
 #include "base/echo.h"
 #include "server/generation_call.h"
 #include "server/http_reply.h"
+#include "server/output_constraints.h"
 
 namespace synapse::server {
 namespace {
@@ -104,12 +105,36 @@ struct Prepared {
   api::StreamParams stream;
   bool logprobs = false;
   std::string echo;  // completions: the prompt text written before the completion
+  // Chat with tools: the reply is read for tool calls in this syntax.
+  std::optional<chat::ToolCallSyntax> tool_syntax;
 };
+
+// The reply of a chat request with tools, read into content and calls with fresh ids.
+api::ChatCompletionResult read_tool_reply(std::string text, const chat::ToolCallSyntax& syntax,
+                                          api::FinishReason finish) {
+  api::ChatCompletionResult result;
+  const chat::ParsedReply reply = chat::parse_tool_calls(text, syntax);
+  result.content = reply.content;
+  for (const chat::ParsedToolCall& call : reply.calls) {
+    result.tool_calls.push_back({new_id("call_"), call.name, call.arguments});
+  }
+  result.finish_reason =
+      !result.tool_calls.empty() && finish == api::FinishReason::kStop ? api::FinishReason::kToolCalls
+                                                                       : finish;
+  return result;
+}
 
 class Routes {
  public:
   Routes(const Inference& inference, const api::RequestLimits& limits)
-      : inf_(inference), limits_(limits) {}
+      : inf_(inference),
+        limits_(limits),
+        constraints_(inference.constraints
+                         ? inference.constraints
+                         : std::make_shared<OutputConstraints>(
+                               *inference.tokenizer, inference.chat_template
+                                                         ? inference.chat_template->family()
+                                                         : chat::TemplateFamily::kUnknown)) {}
 
   // Chooses the scheduling class from the body's "priority": the HTTP routes also look at the
   // X-Synapse-Class header; a job item runs in its job's class.
@@ -219,6 +244,7 @@ class Routes {
         body.sampling.max_tokens.value_or(inf_.default_completion_max_tokens);
     SYN_RETURN_IF_ERROR(
         fill(p, std::move(prompt), body.sampling, max_tokens, "prompt", body.priority, choose));
+    SYN_ASSIGN_OR_RETURN(p.request.constraint, constraints_->for_format(body.format));
     return p;
   }
 
@@ -227,6 +253,9 @@ class Routes {
                          api::parse_chat_completion_request(text, limits_));
     SYN_RETURN_IF_ERROR(check_model(body.model));
     if (!inf_.chat_template) return inf_.no_chat_template;
+    SYN_ASSIGN_OR_RETURN(ToolPlan plan,
+                         constraints_->for_tools(body.tools, body.tool_choice,
+                                                 body.parallel_tool_calls, body.format));
     chat::ChatRenderInput input;
     input.messages = std::move(body.messages);
     input.tools = std::move(body.tools);
@@ -250,6 +279,8 @@ class Routes {
     const int64_t max_tokens = body.sampling.max_tokens.value_or(std::max<int64_t>(room, 1));
     SYN_RETURN_IF_ERROR(
         fill(p, std::move(prompt), body.sampling, max_tokens, "messages", body.priority, choose));
+    p.request.constraint = std::move(plan.constraint);
+    p.tool_syntax = std::move(plan.syntax);
     return p;
   }
 
@@ -348,9 +379,16 @@ class Routes {
                            static_cast<int64_t>(e.usage.completion_tokens)};
     std::optional<std::vector<api::TokenLogprob>> lp;
     if (p.logprobs) lp = std::move(logprobs);
+    if (p.chat && p.tool_syntax) {
+      api::ChatCompletionResult result =
+          read_tool_reply(std::move(text), *p.tool_syntax, api_finish(e.finish_reason));
+      result.logprobs = std::move(lp);
+      result.usage = usage;
+      return api::chat_completion_response(p.meta, result);
+    }
     if (p.chat) {
       return api::chat_completion_response(
-          p.meta, {std::move(text), api_finish(e.finish_reason), std::move(lp), usage});
+          p.meta, {std::move(text), {}, api_finish(e.finish_reason), std::move(lp), usage});
     }
     return api::completion_response(
         p.meta, {std::move(text), api_finish(e.finish_reason), std::move(lp), usage});
@@ -392,6 +430,36 @@ class Routes {
     bool started = false;
     bool done = false;
     int64_t text_offset = 0;
+    std::optional<chat::ToolCallStream> tool_stream;  // chat with tools: the reply's reader
+
+    // A chat chunk for what the tool-call reader lets out of `text` (all of it without tools).
+    std::string chat_text_chunk(const std::string& text, bool at_end,
+                                const std::vector<api::TokenLogprob>* lp) {
+      if (!tool_stream) {
+        if (text.empty() && lp == nullptr) return "";
+        return api::chat_chunk(p.meta, {.content = text}, std::nullopt, lp);
+      }
+      chat::ToolCallStream::Delta d = tool_stream->push(text);
+      if (at_end) {
+        chat::ToolCallStream::Delta rest = tool_stream->finish();
+        d.content += rest.content;
+        d.calls.insert(d.calls.end(), rest.calls.begin(), rest.calls.end());
+      }
+      api::ChatDelta delta;
+      if (!d.content.empty()) delta.content = std::move(d.content);
+      for (auto& call : d.calls) {
+        api::ToolCallDelta out;
+        out.index = call.index;
+        if (call.first) {
+          out.id = new_id("call_");
+          out.name = std::move(call.name);
+        }
+        out.arguments = std::move(call.arguments);
+        delta.tool_calls.push_back(std::move(out));
+      }
+      if (!delta.content && delta.tool_calls.empty() && lp == nullptr) return "";
+      return api::chat_chunk(p.meta, delta, std::nullopt, lp);
+    }
 
     bool write(http::StreamSink& sink, const std::string& data) {
       if (sink.write(data)) return true;
@@ -428,10 +496,11 @@ class Routes {
       std::vector<api::TokenLogprob> logprobs;
       if (p.logprobs) append_logprobs(*tokenizer, e, logprobs);
       const auto* lp = p.logprobs && !logprobs.empty() ? &logprobs : nullptr;
-      if (!e.text.empty() || lp != nullptr) {
-        const std::string chunk =
-            p.chat ? api::chat_chunk(p.meta, {.content = e.text}, std::nullopt, lp)
-                   : api::completion_chunk(p.meta, e.text, std::nullopt, lp, text_offset);
+      if (p.chat) {
+        const std::string chunk = chat_text_chunk(e.text, e.final, lp);
+        if (!chunk.empty() && !write(sink, chunk)) return false;
+      } else if (!e.text.empty() || lp != nullptr) {
+        const std::string chunk = api::completion_chunk(p.meta, e.text, std::nullopt, lp, text_offset);
         text_offset += static_cast<int64_t>(e.text.size());
         if (!write(sink, chunk)) return false;
       }
@@ -442,7 +511,10 @@ class Routes {
         // Headers are gone; OpenAI streams an error as an event of its own.
         tail = api::sse_event(api::error_body(api::api_error_from_status(final_error(e))));
       } else {
-        const api::FinishReason finish = api_finish(e.finish_reason);
+        api::FinishReason finish = api_finish(e.finish_reason);
+        if (tool_stream && tool_stream->calls_started() > 0 && finish == api::FinishReason::kStop) {
+          finish = api::FinishReason::kToolCalls;
+        }
         tail = p.chat ? api::chat_chunk(p.meta, {}, finish)
                       : api::completion_chunk(p.meta, "", finish);
         if (p.stream.include_usage) {
@@ -463,6 +535,7 @@ class Routes {
     auto state = std::make_shared<Stream>();
     state->tokenizer = inf_.tokenizer;
     state->prompt_tokens = prompt_tokens;
+    if (p.tool_syntax) state->tool_stream.emplace(*p.tool_syntax);
     state->p = std::move(p);
     state->handle = std::move(handle);
     res.set_header("Cache-Control", "no-cache");
@@ -478,6 +551,7 @@ class Routes {
 
   const Inference& inf_;
   const api::RequestLimits limits_;
+  const std::shared_ptr<OutputConstraints> constraints_;
 };
 
 }  // namespace
