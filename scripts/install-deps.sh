@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Synapse builds and tests with, skipping those already present.
 # Runs apt-get only when something is missing (as root, or through sudo). Then installs the
-# official OpenAI SDK for Node (npm package `openai`) into build/npm, for the serve e2e tests
-# (a client no one here wrote); skipped when present, or with SYNAPSE_SKIP_NPM=1.
+# official OpenAI SDK for Node, zod, ajv and the JSON Schema Test Suite into build/npm, for the
+# serve e2e and constraint tests (clients and data no one here wrote); each is skipped when
+# present; all with SYNAPSE_SKIP_NPM=1.
 set -euo pipefail
 
 packages=(
@@ -38,8 +39,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 npm_dir="$(cd "$(dirname "$0")/.." && pwd)/build/npm"
-if [ "${SYNAPSE_SKIP_NPM:-0}" != 1 ] && [ ! -f "$npm_dir/node_modules/openai/package.json" ]; then
-  echo "installing the npm package openai into $npm_dir" >&2
-  mkdir -p "$npm_dir"
-  npm install --prefix "$npm_dir" --no-audit --no-fund --silent openai >&2
+# The official OpenAI SDK (serve e2e tests), zod for its structured-output helpers, ajv to
+# validate constrained replies, and the JSON Schema Test Suite (constraint tests).
+npm_packages=(openai zod ajv ajv-formats json-schema-test-suite)
+if [ "${SYNAPSE_SKIP_NPM:-0}" != 1 ]; then
+  need=()
+  for package in "${npm_packages[@]}"; do
+    [ -f "$npm_dir/node_modules/$package/package.json" ] || need+=("$package")
+  done
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "installing the npm packages ${need[*]} into $npm_dir" >&2
+    mkdir -p "$npm_dir"
+    npm install --prefix "$npm_dir" --no-audit --no-fund --silent "${need[@]}" >&2
+  fi
 fi

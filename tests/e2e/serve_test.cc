@@ -140,6 +140,44 @@ TEST_F(ServeTest, OpenAiSdkForNode) {
   EXPECT_EQ(server->stop(), 0);
 }
 
+// Structured outputs and tool calls on random-weight models: only the constraint can make the
+// replies parse and validate (tests/e2e/openai_sdk_structured.cjs says what is checked). A
+// second model with Qwen 2.5's vocabulary and chat template covers tool_choice "auto", where
+// the model itself writes the <tool_call> token.
+TEST_F(ServeTest, StructuredOutputsAndToolCallsThroughTheOpenAiSdk) {
+  SYN_REQUIRE_OPENAI_NODE_SDK(npm_dir, SYNAPSE_NPM_DIR);
+  SYN_REQUIRE_FIXTURE(maskbench, "schemas/maskbench/Github_easy.jsonl");
+  SYN_REQUIRE_FIXTURE(qwen_vocab, "tokenizer/vocab/qwen2-vocab.gguf");
+  const std::string qwen_model = dir_->file("qwen.gguf");
+  const auto synth = run_command(
+      synapse_cli() + " synth --arch qwen2 --n-embd 64 --n-ff 128 --n-layer 1 --n-head 4 " +
+      "--n-head-kv 2 --n-ctx 2048 --type q8_0 --vocab-from " + quote(qwen_vocab) + " -o " +
+      quote(qwen_model));
+  ASSERT_EQ(synth.exit_code, 0) << synth.stderr_text;
+  auto server = start("--chat-template chatml --parallel 4");
+  ASSERT_GT(server->port(), 0);
+  ServerProcess qwen(qwen_model, "--threads 1", dir_->file("qwen-server.log"));
+  ASSERT_GT(qwen.port(), 0) << testing::read_file_text(dir_->file("qwen-server.log"));
+  // The id of Qwen's <tool_call> token, from the tokenizer rather than written down here.
+  const auto ids = run_command(synapse_cli() + " tokenize -m " + quote(qwen_vocab) +
+                               " -p '<tool_call>' --special --ids");
+  ASSERT_EQ(ids.exit_code, 0) << ids.stderr_text;
+  std::string trigger;  // "[151657]" -> "151657"
+  for (const char c : ids.stdout_text) {
+    if (c >= '0' && c <= '9') trigger += c;
+  }
+  ASSERT_FALSE(trigger.empty()) << ids.stdout_text;
+  const std::string dir = maskbench.substr(0, maskbench.rfind('/'));
+  const auto r = run_command(testing::openai_node_sdk_command(
+      npm_dir, SYNAPSE_SOURCE_DIR, "openai_sdk_structured.cjs", server->url(), kKey, "tiny",
+      "SYNAPSE_MASKBENCH=" + quote(dir) + " SYNAPSE_QWEN_URL=" + qwen.url() +
+          " SYNAPSE_TOOL_CALL_TOKEN=" + trigger));
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("\"auto\""), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(qwen.stop(), 0);
+  EXPECT_EQ(server->stop(), 0);
+}
+
 TEST_F(ServeTest, RawSseFramingWithCurl) {
   auto server = start("--chat-template chatml");
   ASSERT_GT(server->port(), 0);
