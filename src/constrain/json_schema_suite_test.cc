@@ -55,7 +55,8 @@ std::vector<std::string> serialisations(const Json& value, size_t cap = 512) {
       std::vector<std::string> next;
       for (const std::string& head : partial) {
         for (const std::string& v : serialisations(value.at(keys[i]), cap)) {
-          if (next.size() < cap) next.push_back(head + (i > 0 ? "," : "") + Json(keys[i]).dump() + ":" + v);
+          if (next.size() < cap)
+            next.push_back(head + (i > 0 ? "," : "") + Json(keys[i]).dump() + ":" + v);
         }
       }
       partial = std::move(next);
@@ -118,12 +119,28 @@ TEST(JsonSchemaSuite, EveryClaimedKeywordDecidesEveryCaseAsTheSuiteDoes) {
                  << " (./scripts/install-deps.sh)";
   }
   SuiteTotals totals;
-  for (const char* file :
-       {"additionalItems.json", "additionalProperties.json", "allOf.json", "anyOf.json",
-        "default.json", "definitions.json", "enum.json", "items.json", "maxItems.json",
-        "maxLength.json", "maxProperties.json", "maximum.json", "minItems.json",
-        "minLength.json", "minProperties.json", "minimum.json", "oneOf.json", "pattern.json",
-        "properties.json", "ref.json", "required.json", "type.json"}) {
+  for (const char* file : {"additionalItems.json",
+                           "additionalProperties.json",
+                           "allOf.json",
+                           "anyOf.json",
+                           "default.json",
+                           "definitions.json",
+                           "enum.json",
+                           "items.json",
+                           "maxItems.json",
+                           "maxLength.json",
+                           "maxProperties.json",
+                           "maximum.json",
+                           "minItems.json",
+                           "minLength.json",
+                           "minProperties.json",
+                           "minimum.json",
+                           "oneOf.json",
+                           "pattern.json",
+                           "properties.json",
+                           "ref.json",
+                           "required.json",
+                           "type.json"}) {
     run_file(file, /*claimed=*/true, totals);
   }
   // Keywords the compiler does not enforce: every group must be refused or, where the

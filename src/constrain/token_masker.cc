@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 
 namespace synapse::constrain {
 namespace {
@@ -202,6 +203,30 @@ bool TokenMasker::consume_token(Matcher& matcher, TokenId token) {
   }
   if (!trie_->in_trie(token)) return false;
   return matcher.consume_bytes(trie_->token_bytes(token));
+}
+
+void mask_logits(TokenMasker& masker, Matcher& matcher, std::span<const int32_t> end_tokens,
+                 std::span<const float> logits, std::vector<uint64_t>& mask,
+                 std::vector<float>& out) {
+  mask.assign(masker.mask_words(), 0);
+  masker.compute_mask(matcher, mask);
+  const bool may_end = matcher.accepts_end();
+  const size_t vocab = masker.trie().vocab_size();
+  for (const int32_t t : end_tokens) {
+    const auto bit = static_cast<size_t>(t);
+    if (t < 0 || bit >= vocab) continue;
+    if (may_end) {
+      mask[bit >> 6] |= uint64_t{1} << (bit & 63);
+    } else {
+      mask[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+    }
+  }
+  out.resize(logits.size());
+  constexpr float kBanned = -std::numeric_limits<float>::infinity();
+  for (size_t t = 0; t < logits.size(); ++t) {
+    const bool allowed = t < vocab && ((mask[t >> 6] >> (t & 63)) & 1) != 0;
+    out[t] = allowed ? logits[t] : kBanned;
+  }
 }
 
 }  // namespace synapse::constrain

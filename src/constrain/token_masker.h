@@ -107,4 +107,11 @@ class TokenMasker {
   Stats stats_;
 };
 
+// The logits a sampler draws from under the grammar: `logits` with -infinity for every token
+// the matcher's state refuses; `end_tokens` (the request's end-of-generation ids) allowed
+// exactly when the text may end there. `mask` is scratch (mask_words() words).
+void mask_logits(TokenMasker& masker, Matcher& matcher, std::span<const int32_t> end_tokens,
+                 std::span<const float> logits, std::vector<uint64_t>& mask,
+                 std::vector<float>& out);
+
 }  // namespace synapse::constrain

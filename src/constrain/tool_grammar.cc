@@ -88,7 +88,14 @@ Result<Grammar> compile_tool_grammar(const ToolCallFormat& format,
     b.add_rule(root, {Symbol::nonterminal(calls)});
     return std::move(b).build(root);
   }
-  const std::string trigger = format.list_open.empty() ? format.open : format.list_open;
+  // The trigger is the opener without its trailing white space (a model writes "<tool_call>"
+  // as one token, then the newline): written, it commits the reply to a call.
+  std::string trigger = format.list_open.empty() ? format.open : format.list_open;
+  std::string rest_of_open;
+  while (!trigger.empty() && (trigger.back() == '\n' || trigger.back() == ' ')) {
+    rest_of_open.insert(rest_of_open.begin(), trigger.back());
+    trigger.pop_back();
+  }
   b.add_rule(root, {});  // an empty reply
   if (trigger.empty()) {
     // The call opens with its JSON object: free text is any text not starting with "{" or
@@ -125,7 +132,9 @@ Result<Grammar> compile_tool_grammar(const ToolCallFormat& format,
     b.add_rule(rest, {b.literal("["), Symbol::nonterminal(call), Symbol::nonterminal(more),
                       b.literal("]")});
   } else {
-    std::vector<Symbol> first_call = {Symbol::nonterminal(call)};
+    std::vector<Symbol> first_call;
+    if (!rest_of_open.empty()) first_call.push_back(b.literal(rest_of_open));
+    first_call.push_back(Symbol::nonterminal(call));
     if (!format.close.empty()) first_call.push_back(b.literal(format.close));
     b.add_rule(rest, first_call);
     if (format.parallel) {
