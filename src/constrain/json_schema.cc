@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// JSON Schema keywords to nodes (json_schema_internal.h), $ref resolution, and the public
-// entry points. Keyword policy, in one place:
+// JSON Schema keywords to nodes (json_schema_internal.h) and the public entry points ($ref
+// resolution is in json_schema_refs.cc, node algebra in json_schema_ir.cc, rules in
+// json_schema_emit.cc). Keyword policy, in one place:
 //  - enforced: the keywords read below (type, enum, const, $ref, allOf, anyOf, oneOf, not,
 //    nullable, and the per-type ones in build_number/string/array/object);
 //  - refused with unsupported_schema and the keyword's pointer: the validation keywords of
@@ -22,35 +23,6 @@ namespace synapse::constrain {
 namespace json_schema_internal {
 namespace {
 
-Status invalid(const std::string& pointer, const std::string& message) {
-  return Status(ErrorCode::kInvalidGrammar, message).with_field(pointer.empty() ? "/" : pointer);
-}
-
-Status unsupported(const std::string& pointer, const std::string& message) {
-  return Status(ErrorCode::kUnsupportedSchema, message).with_field(pointer.empty() ? "/" : pointer);
-}
-
-std::string escape_token(const std::string& token) {
-  std::string out;
-  for (char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string child(const std::string& pointer, const std::string& token) {
-  return pointer + "/" + escape_token(token);
-}
-std::string child(const std::string& pointer, size_t index) {
-  return pointer + "/" + std::to_string(index);
-}
-
 // Validation keywords the grammar cannot enforce, whatever the instance's type.
 constexpr const char* kUnsupportedKeywords[] = {"$dynamicRef", "$recursiveRef"};
 
@@ -69,58 +41,6 @@ Result<std::optional<uint32_t>> read_count(const Json& s, const char* key,
   if (d.int_digits.size() > 9) return std::optional<uint32_t>(kUnbounded - 1);
   const uint64_t v = d.int_digits.empty() ? 0 : std::stoull(d.int_digits);
   return std::optional<uint32_t>(static_cast<uint32_t>(std::min<uint64_t>(v, kUnbounded - 1)));
-}
-
-std::string percent_decode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() + 0 &&
-        std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-bool has_scheme(const std::string& uri) {
-  const size_t colon = uri.find(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  if (!std::isalpha(static_cast<unsigned char>(uri[0]))) return false;
-  for (size_t i = 0; i < colon; ++i) {
-    const char c = uri[i];
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string strip_fragment(const std::string& uri) { return uri.substr(0, uri.find('#')); }
-
-// RFC 3986 reference resolution, enough for the $id/$ref pairs schemas use: absolute
-// references, network-path, absolute-path and relative-path ones (no dot-segment cleanup
-// beyond a leading "./").
-std::string resolve_uri(const std::string& base_with_fragment, std::string ref) {
-  const std::string base = strip_fragment(base_with_fragment);
-  if (has_scheme(ref) || base.empty()) return ref;
-  if (ref.empty()) return base;
-  const size_t scheme_end = base.find(':');
-  if (ref.rfind("//", 0) == 0) return base.substr(0, scheme_end + 1) + ref;
-  size_t path_begin = scheme_end + 1;
-  if (base.compare(path_begin, 2, "//") == 0) {
-    path_begin = base.find('/', path_begin + 2);
-    if (path_begin == std::string::npos) path_begin = base.size();
-  }
-  if (ref[0] == '/') return base.substr(0, path_begin) + ref;
-  while (ref.rfind("./", 0) == 0) ref = ref.substr(2);
-  const size_t slash = base.rfind('/');
-  if (slash == std::string::npos || slash < path_begin)
-    return base.substr(0, path_begin) + "/" + ref;
-  return base.substr(0, slash + 1) + ref;
 }
 
 bool is_legacy_draft(const Json& root) {
@@ -156,196 +76,30 @@ SchemaCompiler::SchemaCompiler(const Json& root, const JsonSchemaOptions& option
 }
 
 Status SchemaCompiler::check_budget(const std::string& pointer) {
+  // Without a pointer (deep in merging or emitting) the field is left for the caller to name.
   if (nesting_ > kMaxNesting) {
     return Status(ErrorCode::kSchemaTooComplex,
                   "the schema nests deeper than " + std::to_string(kMaxNesting) + " levels")
-        .with_field(pointer.empty() ? "/" : pointer);
+        .with_field(pointer);
   }
   if (std::chrono::steady_clock::now() > deadline_) {
     return Status(ErrorCode::kSchemaTooComplex, "compiling the schema took longer than " +
                                                     std::to_string(options_.time_limit.count()) +
                                                     " ms")
-        .with_field(pointer.empty() ? "/" : pointer);
+        .with_field(pointer);
   }
   if (gb_.rule_count() > options_.max_rules) {
     return Status(ErrorCode::kSchemaTooComplex,
                   "the grammar needs more than " + std::to_string(options_.max_rules) + " rules")
-        .with_field(pointer.empty() ? "/" : pointer);
+        .with_field(pointer);
   }
   if (gb_.regex().term_count() > options_.max_regex_terms) {
     return Status(ErrorCode::kSchemaTooComplex, "the schema's regular expressions need more than " +
                                                     std::to_string(options_.max_regex_terms) +
                                                     " terms")
-        .with_field(pointer.empty() ? "/" : pointer);
+        .with_field(pointer);
   }
   return ok_status();
-}
-
-// --- $id, $anchor and $ref ----------------------------------------------------------------
-
-void SchemaCompiler::index_resources(const Json& s, const std::string& pointer,
-                                     const std::string& base, const std::string& resource) {
-  if (!s.is_object()) return;
-  std::string new_base = base;
-  std::string new_resource = resource;
-  const bool ids_apply = !(legacy_ref_ && s.contains("$ref"));
-  for (const char* key : {"$id", "id"}) {
-    auto it = s.find(key);
-    if (!ids_apply || it == s.end() || !it->is_string()) continue;
-    const std::string& id = it->get_ref<const std::string&>();
-    if (!id.empty() && id[0] == '#') {
-      anchors_.emplace(resource + "#" + id.substr(1), pointer);
-    } else if (!id.empty()) {
-      new_base = strip_fragment(resolve_uri(base, id));
-      new_resource = pointer;
-      ids_.emplace(new_base, pointer);
-      base_uri_[pointer] = new_base;
-    }
-    break;
-  }
-  if (auto it = s.find("$anchor"); it != s.end() && it->is_string()) {
-    anchors_.emplace(new_resource + "#" + it->get<std::string>(), pointer);
-  }
-  for (auto it = s.begin(); it != s.end(); ++it) {
-    const std::string& key = it.key();
-    const Json& v = it.value();
-    const std::string p = child(pointer, key);
-    if (key == "properties" || key == "patternProperties" || key == "$defs" ||
-        key == "definitions" || key == "dependentSchemas" || key == "dependencies") {
-      if (!v.is_object()) continue;
-      for (auto jt = v.begin(); jt != v.end(); ++jt) {
-        index_resources(jt.value(), child(p, jt.key()), new_base, new_resource);
-      }
-    } else if (key == "items" || key == "prefixItems" || key == "allOf" || key == "anyOf" ||
-               key == "oneOf") {
-      if (v.is_array()) {
-        for (size_t i = 0; i < v.size(); ++i)
-          index_resources(v[i], child(p, i), new_base, new_resource);
-      } else {
-        index_resources(v, p, new_base, new_resource);
-      }
-    } else if (key == "additionalProperties" || key == "additionalItems" || key == "not" ||
-               key == "if" || key == "then" || key == "else" || key == "contains" ||
-               key == "propertyNames" || key == "unevaluatedProperties" ||
-               key == "unevaluatedItems") {
-      index_resources(v, p, new_base, new_resource);
-    }
-  }
-}
-
-Result<std::string> SchemaCompiler::resolve_ref(const std::string& ref, const std::string& resource,
-                                                const std::string& pointer) {
-  const size_t hash = ref.find('#');
-  const std::string uri = ref.substr(0, hash);
-  const std::string fragment =
-      hash == std::string::npos ? "" : percent_decode(ref.substr(hash + 1));
-  std::string target_resource = resource;
-  if (!uri.empty()) {
-    auto base = base_uri_.find(resource);
-    const std::string absolute =
-        strip_fragment(resolve_uri(base == base_uri_.end() ? "" : base->second, uri));
-    auto it = ids_.find(absolute);
-    if (it == ids_.end()) {
-      return unsupported(pointer, "$ref '" + ref +
-                                      "' is not in this document (remote refs are "
-                                      "not fetched)");
-    }
-    target_resource = it->second;
-  }
-  std::string target = target_resource;
-  if (!fragment.empty() && fragment[0] == '/') {
-    target += fragment;
-  } else if (!fragment.empty()) {
-    auto it = anchors_.find(target_resource + "#" + fragment);
-    if (it == anchors_.end()) return unsupported(pointer, "$ref anchor '" + ref + "' not found");
-    target = it->second;
-  }
-  // Walk the pointer, which also checks that it exists and spells it canonically.
-  const Json* node = &root_;
-  std::string canonical;
-  size_t pos = 0;
-  while (pos < target.size()) {
-    const size_t next = target.find('/', pos + 1);
-    std::string token =
-        target.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
-    pos = next == std::string::npos ? target.size() : next;
-    std::string unescaped;
-    for (size_t i = 0; i < token.size(); ++i) {
-      if (token[i] == '~' && i + 1 < token.size() && (token[i + 1] == '0' || token[i + 1] == '1')) {
-        unescaped += token[i + 1] == '0' ? '~' : '/';
-        ++i;
-      } else {
-        unescaped += token[i];
-      }
-    }
-    if (node->is_object()) {
-      auto it = node->find(unescaped);
-      if (it == node->end()) return invalid(pointer, "$ref '" + ref + "' points to nothing");
-      node = &*it;
-    } else if (node->is_array() && !unescaped.empty() &&
-               unescaped.find_first_not_of("0123456789") == std::string::npos &&
-               unescaped.size() < 10 && std::stoul(unescaped) < node->size()) {
-      node = &(*node)[std::stoul(unescaped)];
-    } else {
-      return invalid(pointer, "$ref '" + ref + "' points to nothing");
-    }
-    canonical = child(canonical, unescaped);
-  }
-  auto [it, inserted] = refs_.try_emplace(canonical);
-  if (inserted) {
-    it->second.schema = node;
-    // The target's resource is the innermost schema with an $id that encloses it.
-    std::string best;
-    for (const auto& [res, unused] : base_uri_) {
-      if ((canonical == res || canonical.rfind(res + "/", 0) == 0) && res.size() >= best.size()) {
-        best = res;
-      }
-    }
-    it->second.resource = best;
-  }
-  return canonical;
-}
-
-Result<NodePtr> SchemaCompiler::deref(const Node& ref_node) {
-  auto it = refs_.find(ref_node.ref);
-  SYN_CHECK(it != refs_.end(), "kRef node without a registered target");
-  RefTarget& target = it->second;
-  if (target.node) return target.node;
-  if (target.building) {
-    return unsupported(ref_node.ref,
-                       "recursive $ref combined with other keywords (allOf, not, "
-                       "siblings) cannot be merged");
-  }
-  target.building = true;
-  Result<NodePtr> built = any_;
-  if (target.schema != nullptr) {
-    built = build(*target.schema, ref_node.ref, target.resource);
-  } else {
-    // A combination: fold its literals. `target` stays valid (refs_ is a std::map).
-    const std::vector<std::string> literals = target.literals;
-    const std::string pointer = target.pointer;
-    NodePtr acc = any_;
-    for (const std::string& literal : literals) {
-      const bool complement = literal[0] == '!';
-      Node base;
-      base.kind = NodeKind::kRef;
-      base.ref = complement ? literal.substr(1) : literal;
-      built = deref(base);
-      if (!built.ok()) break;
-      if (complement) {
-        built = negate(*built, pointer);
-        if (!built.ok()) break;
-      }
-      built = intersect(acc, *built);
-      if (!built.ok()) break;
-      acc = *built;
-    }
-  }
-  // refs_ is a std::map: `target` stays valid across the insertions build() makes.
-  target.building = false;
-  if (!built.ok()) return built;
-  target.node = *built;
-  return target.node;
 }
 
 // --- keywords to nodes -------------------------------------------------------------------
@@ -878,7 +632,8 @@ Result<NodePtr> SchemaCompiler::apply_dependencies(const Json& s, const std::str
       }
       Node present = *type_node(NodeKind::kObject);
       present.object.required.push_back(trigger);
-      SYN_ASSIGN_OR_RETURN(NodePtr when_present, intersect(make(std::move(present)), then_node));
+      // The dependency's keys first: an object usually names what a key depends on before it.
+      SYN_ASSIGN_OR_RETURN(NodePtr when_present, intersect(then_node, make(std::move(present))));
       const bool required = node->kind == NodeKind::kObject &&
                             std::find(node->object.required.begin(), node->object.required.end(),
                                       trigger) != node->object.required.end();
@@ -902,19 +657,15 @@ Result<NodePtr> SchemaCompiler::apply_dependencies(const Json& s, const std::str
 // --- entry points ------------------------------------------------------------------------
 
 Result<Symbol> SchemaCompiler::compile_into() {
-  base_uri_[""] = "";
   if (root_.is_object()) {
-    for (const char* key : {"$id", "id"}) {
-      auto it = root_.find(key);
-      if (it != root_.end() && it->is_string() && !it->get<std::string>().empty() &&
-          it->get<std::string>()[0] != '#') {
-        base_uri_[""] = strip_fragment(it->get<std::string>());
-        break;
-      }
+    auto it = root_.find("$schema");
+    // Draft 3 gives `required`, `type` and `extends` other meanings; it is not read at all.
+    if (it != root_.end() && it->is_string() &&
+        it->get_ref<const std::string&>().find("draft-03") != std::string::npos) {
+      return unsupported("/$schema", "draft-03 schemas are not supported");
     }
   }
-  index_resources(root_, "", base_uri_[""], "");
-  if (!base_uri_[""].empty()) ids_[base_uri_[""]] = "";
+  index_document();
   Node root_ref;
   root_ref.kind = NodeKind::kRef;
   root_ref.ref = "";
@@ -955,7 +706,10 @@ Result<Grammar> SchemaCompiler::compile_any(bool object_only) {
 Result<Grammar> compile_json_schema(const nlohmann::ordered_json& schema,
                                     const JsonSchemaOptions& options) {
   json_schema_internal::SchemaCompiler compiler(schema, options);
-  return compiler.compile();
+  Result<Grammar> g = compiler.compile();
+  // An error found where no keyword is at hand (merging, emitting) is about the whole schema.
+  if (!g.ok()) return std::move(g).take_status().with_field("/");
+  return g;
 }
 
 Result<Grammar> any_json_grammar(const JsonSchemaOptions& options) {
@@ -967,7 +721,9 @@ Result<Grammar> any_json_grammar(const JsonSchemaOptions& options) {
 Result<Symbol> add_json_schema(GrammarBuilder& builder, const nlohmann::ordered_json& schema,
                                const JsonSchemaOptions& options) {
   json_schema_internal::SchemaCompiler compiler(schema, options, builder);
-  return compiler.compile_into();
+  Result<Symbol> start = compiler.compile_into();
+  if (!start.ok()) return std::move(start).take_status().with_field("/");
+  return start;
 }
 
 Result<Symbol> add_any_json_object(GrammarBuilder& builder, const JsonSchemaOptions& options) {

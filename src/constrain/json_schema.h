@@ -5,15 +5,26 @@
 // Honest by construction: every keyword is either enforced, ignored because it is an
 // annotation (title, description, examples, default, $comment, ...), or a compile error
 // `unsupported_schema` that names its JSON pointer. Never silently dropped.
+//
+// The language: compact serialisations (nlohmann dump() / json.dumps with (",", ":")) of the
+// accepted instances whose declared properties come in `properties` order; keys that are not
+// declared (additional, pattern, required-but-undeclared) follow them. Enforced: type,
+// enum/const, properties, required, additionalProperties, patternProperties, propertyNames,
+// min/maxProperties, dependencies/dependentRequired/dependentSchemas, items/prefixItems/
+// additionalItems, min/maxItems, contains (+minContains 0/1), min/maxLength, pattern, format,
+// minimum/maximum/exclusive* (exact decimal ranges), multipleOf 1, allOf (merged), anyOf,
+// oneOf (exactly one: overlapping branches get each other's complement), not, if/then/else,
+// $ref (local, recursive), nullable. Refused: uniqueItems, other multipleOf, maxContains,
+// unevaluated*, $dynamicRef, remote refs, unknown formats, draft 3, and any complement or merge
+// that cannot be written exactly (the error says which).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "constrain/grammar.h"

@@ -23,12 +23,13 @@ namespace {
 // Arrays carry the set of `contains` schemas already matched, objects the set of witnesses
 // found: 2^n states per position.
 constexpr size_t kMaxContains = 3;
+constexpr size_t kMaxWitnesses = 4;
 // patternProperties split the space of additional keys into 2^n regions (which patterns a key
 // matches); past this many patterns the split is refused as too complex.
 constexpr size_t kMaxPatternProperties = 6;
 
 Status too_complex(const std::string& message) {
-  return Status(ErrorCode::kSchemaTooComplex, message).with_field("/");
+  return Status(ErrorCode::kSchemaTooComplex, message);
 }
 
 }  // namespace
@@ -52,12 +53,12 @@ NonterminalId SchemaCompiler::never() {
 }
 
 RegexId SchemaCompiler::string_lexeme(const StringNode& s) {
-  const RegexId any_char = any_encoded_char(rx(), CharEncoding::kJsonString);
+  const RegexId one_char = any_char();
   // Pattern and format regexes already match only encoded characters; the repeat adds the
   // length bounds, or stands alone when nothing else constrains the body.
   std::vector<RegexId> body = s.body_regexes;
   if (body.empty() || s.min_length > 0 || s.max_length != kUnbounded) {
-    body.push_back(rx().repeat(any_char, s.min_length, s.max_length));
+    body.push_back(rx().repeat(one_char, s.min_length, s.max_length));
   }
   const RegexId quote = rx().literal("\"");
   const RegexId parts[] = {quote, rx().intersect(body), quote};
@@ -179,6 +180,8 @@ Result<Symbol> SchemaCompiler::emit(const NodePtr& n) {
 }
 
 Result<Symbol> SchemaCompiler::emit_value(const Json& v) {
+  const Nesting nesting(*this);
+  SYN_RETURN_IF_ERROR(check_budget(""));
   if (v.is_number()) return lexeme(number_equal_regex(rx(), decimal_of(v)));
   if (!v.is_array() && !v.is_object()) return lexeme(rx().literal(canonical_dump(v)));
   std::vector<Symbol> rhs;
@@ -302,13 +305,32 @@ Result<Symbol> SchemaCompiler::emit_array(const ArrayNode& a) {
 }
 
 Result<Symbol> SchemaCompiler::emit_object(const ObjectNode& o) {
-  const size_t k = o.witnesses.size();
-  if (k > kMaxContains) {
-    return too_complex("more than " + std::to_string(kMaxContains) +
+  // Required keys that no `properties` entry declares may come in any order among the
+  // additional ones: each is a witness (a key that must appear, with its schema) as long as
+  // witnesses are few; past that they are declared after the others, in `required` order.
+  std::vector<std::string> names;
+  for (const PropertyNode& p : o.properties) names.push_back(p.name);
+  std::vector<WitnessNode> witnesses = o.witnesses;
+  std::vector<std::string> undeclared_required;
+  for (const std::string& r : o.required) {
+    if (std::find(names.begin(), names.end(), r) == names.end()) undeclared_required.push_back(r);
+  }
+  if (witnesses.size() + undeclared_required.size() <= kMaxWitnesses) {
+    for (const std::string& r : undeclared_required) {
+      SYN_ASSIGN_OR_RETURN(NodePtr schema, schema_for_key(o, r));
+      if (schema->kind == NodeKind::kNothing) return Symbol::nonterminal(never());
+      witnesses.push_back({rx().literal(canonical_dump(Json(r))), schema});
+    }
+  } else {
+    names.insert(names.end(), undeclared_required.begin(), undeclared_required.end());
+  }
+  const size_t k = witnesses.size();
+  if (k > kMaxWitnesses) {
+    return too_complex("more than " + std::to_string(kMaxWitnesses) +
                        " required witnesses (negated property constraints) in one object");
   }
   const uint32_t full = (1u << k) - 1;
-  const RegexId any_char = any_encoded_char(rx(), CharEncoding::kJsonString);
+  const RegexId one_char = any_char();
   const RegexId quote = rx().literal("\"");
   const auto quoted = [&](RegexId body) {
     const RegexId parts[] = {quote, body, quote};
@@ -318,7 +340,7 @@ Result<Symbol> SchemaCompiler::emit_object(const ObjectNode& o) {
   const auto with_witnesses = [&](NodePtr value, uint32_t also) -> Result<NodePtr> {
     for (size_t t = 0; t < k; ++t) {
       if (((also >> t) & 1) == 0) continue;
-      SYN_ASSIGN_OR_RETURN(value, intersect(value, o.witnesses[t].value));
+      SYN_ASSIGN_OR_RETURN(value, intersect(value, witnesses[t].value));
     }
     return value;
   };
@@ -332,13 +354,6 @@ Result<Symbol> SchemaCompiler::emit_object(const ObjectNode& o) {
   };
   std::vector<Entry> entries;
   std::vector<RegexId> declared_keys;
-  std::vector<std::string> names;
-  for (const PropertyNode& p : o.properties) names.push_back(p.name);
-  // Required keys that no `properties` entry declares are declared here, after the others,
-  // with whatever schema patternProperties or additionalProperties give them.
-  for (const std::string& r : o.required) {
-    if (std::find(names.begin(), names.end(), r) == names.end()) names.push_back(r);
-  }
   for (const std::string& name : names) {
     const std::string literal = canonical_dump(Json(name));
     const RegexId key = rx().literal(literal);
@@ -352,7 +367,7 @@ Result<Symbol> SchemaCompiler::emit_object(const ObjectNode& o) {
     Entry e;
     e.required = required;
     for (size_t t = 0; t < k; ++t) {
-      RegexId r = o.witnesses[t].key_lexeme;
+      RegexId r = witnesses[t].key_lexeme;
       for (const char c : literal) r = rx().derive(r, static_cast<uint8_t>(c));
       if (rx().nullable(r)) e.can_witness |= 1u << t;
     }
@@ -384,7 +399,7 @@ Result<Symbol> SchemaCompiler::emit_object(const ObjectNode& o) {
   }
   for (size_t mask = 0; mask < (size_t{1} << patterns); ++mask) {
     NodePtr schema = mask == 0 ? o.additional : any_;
-    std::vector<RegexId> body = {rx().repeat(any_char, 0, kUnbounded)};
+    std::vector<RegexId> body = {rx().repeat(one_char, 0, kUnbounded)};
     for (size_t j = 0; j < patterns; ++j) {
       const PatternPropertyNode& p = o.pattern_properties[j];
       if ((mask >> j) & 1) {
@@ -404,7 +419,7 @@ Result<Symbol> SchemaCompiler::emit_object(const ObjectNode& o) {
     for (const Region& r : regions) {
       RegexId key = patterns > 0 ? rx().intersect(base_key, quoted(r.body)) : base_key;
       for (size_t t = 0; t < k; ++t) {
-        if ((also >> t) & 1) key = rx().intersect(key, o.witnesses[t].key_lexeme);
+        if ((also >> t) & 1) key = rx().intersect(key, witnesses[t].key_lexeme);
       }
       // Without patterns, witnesses or propertyNames the key space is infinite, never empty.
       if ((patterns > 0 || also != 0 || o.key_lexeme != kNoRegex) && rx().is_empty_language(key)) {

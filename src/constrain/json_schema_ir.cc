@@ -4,6 +4,7 @@
 // or fails with unsupported_schema; none approximates.
 #include <algorithm>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 #include "constrain/ecma_regex.h"
@@ -17,6 +18,8 @@ namespace {
 constexpr int kMaxAcceptDepth = 200;
 // Disjointness is a best effort proof: past this depth the answer is "not provable".
 constexpr int kMaxDisjointDepth = 24;
+// Bound on the alternatives one intersection may distribute into.
+constexpr size_t kMaxAlternatives = 4096;
 // is_empty_language's exploration budget when proving two lexemes disjoint.
 constexpr size_t kEmptinessBudget = 4000;
 
@@ -26,10 +29,6 @@ bool regex_matches(RegexBuilder& rx, RegexId r, std::string_view text) {
     if (rx.is_nothing(r)) return false;
   }
   return rx.nullable(r);
-}
-
-Status unsupported(const std::string& pointer, const std::string& message) {
-  return Status(ErrorCode::kUnsupportedSchema, message).with_field(pointer.empty() ? "/" : pointer);
 }
 
 const NodePtr& element_at(const ArrayNode& a, size_t i) {
@@ -125,6 +124,7 @@ NodePtr SchemaCompiler::type_node(NodeKind kind) const {
 
 NodePtr SchemaCompiler::any_of(std::vector<NodePtr> options) const {
   std::vector<NodePtr> flat;
+  std::unordered_set<const Node*> seen;
   std::vector<NodePtr> pending(options.rbegin(), options.rend());
   while (!pending.empty()) {
     NodePtr n = std::move(pending.back());
@@ -135,7 +135,7 @@ NodePtr SchemaCompiler::any_of(std::vector<NodePtr> options) const {
       pending.insert(pending.end(), n->options.rbegin(), n->options.rend());
       continue;
     }
-    if (std::find(flat.begin(), flat.end(), n) == flat.end()) flat.push_back(std::move(n));
+    if (seen.insert(n.get()).second) flat.push_back(std::move(n));
   }
   if (flat.empty()) return nothing_;
   if (flat.size() == 1) return flat[0];
@@ -148,8 +148,8 @@ NodePtr SchemaCompiler::any_of(std::vector<NodePtr> options) const {
 RegexId SchemaCompiler::body_complement(RegexId body) {
   // A complement over bytes also holds quotes and broken escapes; string bodies must stay
   // sequences of encoded characters (string_lexeme relies on it).
-  const RegexId any_char = any_encoded_char(rx(), CharEncoding::kJsonString);
-  return rx().intersect(rx().repeat(any_char, 0, kUnbounded), rx().complement(body));
+  const RegexId one_char = any_char();
+  return rx().intersect(rx().repeat(one_char, 0, kUnbounded), rx().complement(body));
 }
 
 // --- references ----------------------------------------------------------------------
@@ -216,6 +216,14 @@ Result<NodePtr> SchemaCompiler::intersect(const NodePtr& a, const NodePtr& b) {
   // Distribute over unions, keeping the operands' order: the left side's properties come
   // first in a merged object.
   if (a->kind == NodeKind::kAnyOf || b->kind == NodeKind::kAnyOf) {
+    // Distributing multiplies alternatives; past a bound the grammar would be too large.
+    const size_t product = (a->kind == NodeKind::kAnyOf ? a->options.size() : 1) *
+                           (b->kind == NodeKind::kAnyOf ? b->options.size() : 1);
+    if (product > kMaxAlternatives) {
+      return Status(
+          ErrorCode::kSchemaTooComplex,
+          "merging schemas needs more than " + std::to_string(kMaxAlternatives) + " alternatives");
+    }
     const bool left = a->kind == NodeKind::kAnyOf;
     std::vector<NodePtr> parts;
     for (const NodePtr& option : (left ? a : b)->options) {
@@ -324,9 +332,8 @@ Result<NodePtr> SchemaCompiler::intersect_objects(const Node& a, const Node& b) 
   // additionalProperties; concatenated patterns cannot say that.
   if ((!x.pattern_properties.empty() && y.additional != any_) ||
       (!y.pattern_properties.empty() && x.additional != any_)) {
-    return unsupported("",
-                       "allOf merging patternProperties with additionalProperties is not "
-                       "supported");
+    return Status(ErrorCode::kUnsupportedSchema,
+                  "allOf merging patternProperties with additionalProperties is not supported");
   }
   // The declared schema of `name` on one side, patterns left to the merged node.
   const auto side = [&](const ObjectNode& o, const std::string& name) -> NodePtr {
@@ -684,9 +691,9 @@ Result<NodePtr> SchemaCompiler::negate_typed(const NodePtr& n, const std::string
       Node s;
       s.kind = NodeKind::kString;
       StringNode full = n->string;
-      const RegexId any_char = any_encoded_char(rx(), CharEncoding::kJsonString);
+      const RegexId one_char = any_char();
       std::vector<RegexId> body = full.body_regexes;
-      body.push_back(rx().repeat(any_char, full.min_length, full.max_length));
+      body.push_back(rx().repeat(one_char, full.min_length, full.max_length));
       s.string.body_regexes.push_back(body_complement(rx().intersect(body)));
       parts.push_back(make(std::move(s)));
       return any_of(std::move(parts));
@@ -767,10 +774,10 @@ Result<NodePtr> SchemaCompiler::negate_typed(const NodePtr& n, const std::string
       }
       // An undeclared key whose value breaks the pattern it matches, or additionalProperties
       // when it matches none.
-      const RegexId any_char = any_encoded_char(rx(), CharEncoding::kJsonString);
+      const RegexId one_char = any_char();
       const RegexId quote = rx().literal("\"");
       const auto quoted = [&](std::vector<RegexId> body) {
-        body.push_back(rx().repeat(any_char, 0, kUnbounded));
+        body.push_back(rx().repeat(one_char, 0, kUnbounded));
         if (!declared_bodies.empty()) body.push_back(rx().complement(rx().alt(declared_bodies)));
         const RegexId parts_of[] = {quote, rx().intersect(body), quote};
         return rx().concat(parts_of);

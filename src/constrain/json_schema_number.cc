@@ -184,8 +184,19 @@ class NumberRegexes {
   RegexId any_magnitude() {
     const RegexId integer_part =
         rx_.alt(mag_.lit("0"), mag_.seq({mag_.digit(1, 9), mag_.digits(0, kUnbounded)}));
-    if (integer_) return integer_part;
+    if (integer_) return rx_.alt(integer_part, large_integer());
     return mag_.seq({integer_part, mag_.fraction_any(), rx_.repeat(exponent_any(), 0, 1)});
+  }
+
+  // Integers from 1e16 up as serialisers write large doubles (1.2345678910111214e+52): a
+  // mantissa of at most 16 fraction digits times 10^16 or more is always whole.
+  RegexId large_integer() {
+    ByteSet e;
+    e.add('e');
+    e.add('E');
+    const RegexId mantissa = mag_.seq(
+        {mag_.digit(1, 9), rx_.repeat(mag_.seq({mag_.lit("."), mag_.digits(1, 16)}), 0, 1)});
+    return mag_.seq({mantissa, rx_.bytes(e), exponent_ge(16)});
   }
 
  private:
