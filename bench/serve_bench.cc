@@ -227,10 +227,9 @@ int run(int argc, char** argv) {
   // string (so the model can keep writing), one compiled grammar shared by all. The loss is
   // the time masks take on the engine's loop thread.
   {
-    const nlohmann::ordered_json schema = {
-        {"type", "object"},
-        {"properties", {{"text", {{"type", "string"}}}}},
-        {"required", {"text"}}};
+    const nlohmann::ordered_json schema = {{"type", "object"},
+                                           {"properties", {{"text", {{"type", "string"}}}}},
+                                           {"required", {"text"}}};
     auto grammar = constrain::compile_json_schema(schema);
     if (!grammar.ok()) {
       std::fprintf(stderr, "%s\n", grammar.status().to_string().c_str());
@@ -238,7 +237,8 @@ int run(int argc, char** argv) {
     }
     auto masker = std::make_shared<constrain::TokenMasker>(
         std::make_shared<const constrain::Grammar>(std::move(grammar).value()),
-        std::make_shared<const constrain::TokenTrie>(constrain::TokenTrie::from_tokenizer(*tok, {})));
+        std::make_shared<const constrain::TokenTrie>(
+            constrain::TokenTrie::from_tokenizer(*tok, {})));
     double unconstrained = 0.0;
     double constrained = 0.0;
     for (const bool constrain_it : {false, true}) {

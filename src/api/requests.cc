@@ -244,7 +244,8 @@ Status parse_output_format(const Json& body, OutputFormat& out) {
       if (!spec->is_object()) {
         return wrong_type("response_format.json_schema", "an object", *spec);
       }
-      SYN_ASSIGN_OR_RETURN(const auto name, get_string(*spec, "name", "response_format.json_schema"));
+      SYN_ASSIGN_OR_RETURN(const auto name,
+                           get_string(*spec, "name", "response_format.json_schema"));
       if (name) {
         SYN_RETURN_IF_ERROR(check_text("response_format.json_schema.name", *name));
         out.name = *name;
@@ -263,9 +264,10 @@ Status parse_output_format(const Json& body, OutputFormat& out) {
         out.schema = *schema;
       }
     } else if (*type != "text") {
-      return bad_value("response_format.type",
-                       "'" + clip_for_echo(*type) +
-                           "' is not a response format; use 'text', 'json_object' or 'json_schema'");
+      return bad_value(
+          "response_format.type",
+          "'" + clip_for_echo(*type) +
+              "' is not a response format; use 'text', 'json_object' or 'json_schema'");
     }
     ++given;
   }
@@ -284,8 +286,9 @@ Status parse_output_format(const Json& body, OutputFormat& out) {
     ++given;
   }
   if (given > 1) {
-    return bad_value(out.field, "only one of 'response_format', 'json_schema' and 'grammar' may "
-                                "constrain the output");
+    return bad_value(out.field,
+                     "only one of 'response_format', 'json_schema' and 'grammar' may "
+                     "constrain the output");
   }
   return ok_status();
 }

@@ -91,7 +91,7 @@ struct ChatCompletionRequest {
   std::string model;
   std::vector<chat::ChatMessage> messages;
   nlohmann::ordered_json tools;  // null or the array, passed to the chat template
-  ToolChoice tool_choice;         // kNone when there are no tools
+  ToolChoice tool_choice;        // kNone when there are no tools
   bool parallel_tool_calls = true;
   SamplingParams sampling;
   StreamParams stream;

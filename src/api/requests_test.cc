@@ -91,12 +91,12 @@ TEST(ChatRequest, ErrorsNameTheField) {
   expect_error(with(R"("logit_bias": {"x": 1})"), ErrorCode::kInvalidValue, "logit_bias.x");
   expect_error(with(R"("response_format": {"type": "xml"})"), ErrorCode::kInvalidValue,
                "response_format.type");
-  expect_error(with(R"("response_format": {"type": "json_schema"})"),
-               ErrorCode::kMissingParameter, "response_format.json_schema");
+  expect_error(with(R"("response_format": {"type": "json_schema"})"), ErrorCode::kMissingParameter,
+               "response_format.json_schema");
   expect_error(with(R"("response_format": {"type": "json_schema", "json_schema": {"schema": 5}})"),
                ErrorCode::kInvalidType, "response_format.json_schema.schema");
-  expect_error(with(R"("json_schema": {}, "grammar": "root ::= \"a\"")"),
-               ErrorCode::kInvalidValue, "grammar");
+  expect_error(with(R"("json_schema": {}, "grammar": "root ::= \"a\"")"), ErrorCode::kInvalidValue,
+               "grammar");
   expect_error(with(R"("tool_choice": "required")"), ErrorCode::kInvalidValue, "tool_choice");
   expect_error(with(R"("tools": [{"type": "function", "function": {"name": "f"}}],
                        "tool_choice": {"type": "function", "function": {"name": "g"}})"),
@@ -116,7 +116,7 @@ TEST(ChatRequest, OutputFormatsAndToolChoice) {
   EXPECT_EQ(r->format.name, "p");
   EXPECT_TRUE(r->format.strict);
   EXPECT_EQ(r->format.schema.at("properties").begin().key(), "b");  // key order kept
-  EXPECT_EQ(r->tool_choice.kind, ToolChoice::Kind::kNone);  // no tools
+  EXPECT_EQ(r->tool_choice.kind, ToolChoice::Kind::kNone);          // no tools
 
   r = parse_chat_completion_request(R"({"messages": [{"role": "user", "content": "a"}],
       "response_format": {"type": "json_object"}, "tools": [{"type": "function", "function":

@@ -100,7 +100,7 @@ class Cursor {
 // One call's place in the reply.
 struct CallScan {
   std::string name;
-  bool named = false;        // the name is complete
+  bool named = false;  // the name is complete
   size_t arguments_begin = 0;
   size_t arguments_end = 0;  // so far
   bool arguments_done = false;
@@ -149,8 +149,7 @@ struct ReplyScan {
 
 // Where the trigger may start: the first occurrence, or (not at the end) the start of a suffix
 // that is a proper prefix of it, which must be held back.
-size_t trigger_position(std::string_view text, std::string_view trigger, bool at_end,
-                        bool& found) {
+size_t trigger_position(std::string_view text, std::string_view trigger, bool at_end, bool& found) {
   const size_t at = text.find(trigger);
   found = at != std::string_view::npos;
   if (found) return at;

@@ -25,8 +25,8 @@ struct ToolCallSyntax {
   std::string list_open;   // list form (mistral): the calls are one JSON array
   std::string list_close;  // ... closed by this
   std::string arguments_key = "arguments";  // "parameters" for Llama 3
-  bool parallel = true;    // the family can write more than one call per reply
-  // The JSON object of one call, up to its arguments value: {"name": "f", "arguments": 
+  bool parallel = true;                     // the family can write more than one call per reply
+  // The JSON object of one call, up to its arguments value: {"name": "f", "arguments":
   std::string envelope(std::string_view function) const;
   std::string trigger() const { return list_open.empty() ? open : list_open; }
 };
@@ -74,8 +74,8 @@ class ToolCallStream {
   Delta step(bool at_end);
 
   ToolCallSyntax syntax_;
-  std::string reply_;        // the whole reply so far (re-read at each step: replies are short)
-  size_t emitted_ = 0;       // bytes of content already sent
+  std::string reply_;         // the whole reply so far (re-read at each step: replies are short)
+  size_t emitted_ = 0;        // bytes of content already sent
   std::vector<size_t> sent_;  // per call started: bytes of its arguments already sent
   bool in_call_ = false;
 };

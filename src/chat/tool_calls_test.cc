@@ -22,16 +22,16 @@ TEST(ToolCalls, ChatmlRepliesParseIntoCallsAndContent) {
 }
 
 TEST(ToolCalls, Llama3AndMistralForms) {
-  const ParsedReply llama = parse_tool_calls(
-      "{\"name\": \"f\", \"parameters\": {\"x\": \"}\"}}", tool_call_syntax(TemplateFamily::kLlama3));
+  const ParsedReply llama = parse_tool_calls("{\"name\": \"f\", \"parameters\": {\"x\": \"}\"}}",
+                                             tool_call_syntax(TemplateFamily::kLlama3));
   ASSERT_EQ(llama.calls.size(), 1u);
   EXPECT_EQ(llama.calls[0].arguments, "{\"x\": \"}\"}");
   EXPECT_EQ(llama.content, "");
 
-  const ParsedReply mistral =
-      parse_tool_calls("[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"k\": 1}}, {\"name\": "
-                       "\"b\", \"arguments\": {}}]",
-                       tool_call_syntax(TemplateFamily::kMistral));
+  const ParsedReply mistral = parse_tool_calls(
+      "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"k\": 1}}, {\"name\": "
+      "\"b\", \"arguments\": {}}]",
+      tool_call_syntax(TemplateFamily::kMistral));
   ASSERT_EQ(mistral.calls.size(), 2u);
   EXPECT_EQ(mistral.calls[1].name, "b");
 }

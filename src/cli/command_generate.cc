@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse generate -m MODEL (-p TEXT | -f FILE) [-n N] [--temp --top-k --top-p --min-p
 // --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --seed --stop S]
-// [--json-schema FILE | --grammar FILE] [--ctx N] [--threads N] [--json]`: streams the generated text (not the prompt) to stdout as it
-// is produced; timings go to stderr (load, prefill and decode tokens/s, time to first token). An
-// empty prompt starts from BOS alone. Sampling is llama.cpp's chain with its defaults (src/sample;
+// [--json-schema FILE | --grammar FILE] [--ctx N] [--threads N] [--json]`: streams the generated
+// text (not the prompt) to stdout as it is produced; timings go to stderr (load, prefill and decode
+// tokens/s, time to first token). An empty prompt starts from BOS alone. Sampling is llama.cpp's
+// chain with its defaults (src/sample;
 // --temp 0 is greedy); stop strings are matched on the text across token boundaries and are not
 // printed. --json-schema / --grammar constrain every token to the schema or GBNF grammar
 // (src/constrain), and end of generation to where the text is complete.
@@ -11,8 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -40,12 +41,13 @@ struct GenerateOptions {
   std::vector<std::string> stop;
   bool json = false;
   std::string json_schema_file;  // constrain the output to this JSON Schema
-  std::string grammar_file;       // ... or to this GBNF grammar
+  std::string grammar_file;      // ... or to this GBNF grammar
 };
 
 Result<std::string> read_text_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return Status(ErrorCode::kIoError, "cannot read the file", ErrorWhere{.path = path});
+  if (f == nullptr)
+    return Status(ErrorCode::kIoError, "cannot read the file", ErrorWhere{.path = path});
   std::string text;
   char buffer[4096];
   size_t n;

@@ -98,8 +98,7 @@ void add_grammar_command(CLI::App& app, int& exit_code) {
   CLI::App* bench = grammar->add_subcommand(
       "bench", "MaskBench: compile schemas, feed their instances through token masks, time it");
   bench->add_option("--vocab", o->vocab, "tokenizer GGUF (e.g. llama3-vocab.gguf)")->required();
-  bench->add_option("--json", o->inputs, "MaskBench .jsonl files or folders of them")
-      ->required();
+  bench->add_option("--json", o->inputs, "MaskBench .jsonl files or folders of them")->required();
   bench->add_option("--limit", o->limit, "at most N schemas from each file (0: all)");
   bench->add_flag("--flexible", o->flexible, "allow whitespace between JSON tokens");
   bench->callback([o, &exit_code] { exit_code = run_bench(*o); });

@@ -20,7 +20,7 @@ class EarleyParser {
   // Scans one lexeme that may have been any of `lexemes` (the lexer's accepted set). False,
   // with nothing changed, when none of them may come next.
   bool scan(std::span<const LexemeId> lexemes);
-  void pop();                     // undoes the last successful scan
+  void pop();                                             // undoes the last successful scan
   size_t depth() const { return set_begin_.size() - 1; }  // scans on the stack
 
   // Lexemes that may come next, sorted.

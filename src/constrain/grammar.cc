@@ -10,8 +10,8 @@ Grammar& Grammar::operator=(Grammar&&) noexcept = default;
 Grammar::~Grammar() = default;
 
 std::span<const uint32_t> Grammar::rules_of(NonterminalId id) const {
-  return std::span<const uint32_t>(rule_index_).subspan(rule_begin_[id],
-                                                         rule_begin_[id + 1] - rule_begin_[id]);
+  return std::span<const uint32_t>(rule_index_)
+      .subspan(rule_begin_[id], rule_begin_[id + 1] - rule_begin_[id]);
 }
 
 std::string Grammar::to_string() const {
@@ -68,9 +68,9 @@ Result<Grammar> GrammarBuilder::build(NonterminalId start) && {
   std::vector<uint8_t> lexeme_ok(lexemes_.size());
   for (size_t i = 0; i < lexemes_.size(); ++i) {
     if (regexes_->nullable(lexemes_[i])) {
-      return Status(ErrorCode::kInvalidGrammar,
-                    "a token of the grammar matches the empty string: " +
-                        regexes_->to_string(lexemes_[i]));
+      return Status(
+          ErrorCode::kInvalidGrammar,
+          "a token of the grammar matches the empty string: " + regexes_->to_string(lexemes_[i]));
     }
     lexeme_ok[i] = regexes_->is_empty_language(lexemes_[i]) ? 0 : 1;
   }

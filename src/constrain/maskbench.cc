@@ -66,8 +66,8 @@ MaskBench::MaskBench(const tokenizer::Tokenizer& tokenizer, std::shared_ptr<cons
                      JsonSchemaOptions options)
     : tokenizer_(tokenizer), trie_(std::move(trie)), options_(options) {}
 
-bool MaskBench::feed_instance(TokenMasker& masker, const std::string& text,
-                              Category& category, Category& total) {
+bool MaskBench::feed_instance(TokenMasker& masker, const std::string& text, Category& category,
+                              Category& total) {
   const std::vector<TokenId> ids =
       tokenizer_.encode(text, tokenizer::EncodeOptions{.add_special = false});
   Matcher matcher = masker.new_matcher();
@@ -188,8 +188,8 @@ Json MaskBench::report() const {
     }
     return list;
   };
-  out["lexer_states"] = Json{{"walked", walked_}, {"shared_hits", shared_hits_},
-                             {"unshareable", unshareable_}};
+  out["lexer_states"] =
+      Json{{"walked", walked_}, {"shared_hits", shared_hits_}, {"unshareable", unshareable_}};
   out["slowest_ttfm"] = slowest(slowest_ttfm_);
   out["slowest_mask"] = slowest(slowest_mask_);
   return out;

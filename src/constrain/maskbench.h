@@ -11,10 +11,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "constrain/json_schema.h"
 #include "constrain/token_trie.h"
@@ -53,8 +52,8 @@ class MaskBench {
     std::vector<double> ttfm_us;
   };
   // Feeds one instance; true when the masks accepted it at every token and at the end.
-  bool feed_instance(class TokenMasker& masker, const std::string& text,
-                     Category& category, Category& total);
+  bool feed_instance(class TokenMasker& masker, const std::string& text, Category& category,
+                     Category& total);
 
   const tokenizer::Tokenizer& tokenizer_;
   std::shared_ptr<const TokenTrie> trie_;

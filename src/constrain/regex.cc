@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <bit>
+#include <deque>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -431,7 +431,8 @@ struct RegexBuilder::Impl {
   // derivative costs one refinement per child instead of a walk of its whole term, which made
   // emptiness checks of large intersections and complements the cost of a mask.
   const std::array<uint8_t, 256>& byte_classes(RegexId r) {
-    if (r < class_of_term.size() && class_of_term[r] >= 0) return class_arrays[static_cast<size_t>(class_of_term[r])];
+    if (r < class_of_term.size() && class_of_term[r] >= 0)
+      return class_arrays[static_cast<size_t>(class_of_term[r])];
     std::vector<std::pair<RegexId, bool>> stack{{r, false}};
     while (!stack.empty()) {
       const auto [id, expanded] = stack.back();
@@ -467,7 +468,8 @@ struct RegexBuilder::Impl {
       if (t.kind == Kind::kBytes) {
         for (unsigned b = 0; b < 256; ++b) classes[b] = sets[t.a].contains(static_cast<uint8_t>(b));
       }
-      for (RegexId c : operands) refine(classes, class_arrays[static_cast<size_t>(class_of_term[c])]);
+      for (RegexId c : operands)
+        refine(classes, class_arrays[static_cast<size_t>(class_of_term[c])]);
       if (class_of_term.size() <= id) class_of_term.resize(terms.size(), -1);
       class_of_term[id] = static_cast<int32_t>(class_arrays.size());
       class_arrays.push_back(classes);

@@ -85,7 +85,8 @@ const std::array<uint64_t, 4>& TokenMasker::self_loops(LexerStateId state) {
   if (self_loops_known_[state] == 0) {
     std::array<uint64_t, 4> loops{};
     for (unsigned b = 0; b < 256; ++b) {
-      if (lexer_->next(state, static_cast<uint8_t>(b)) == state) loops[b >> 6] |= uint64_t{1} << (b & 63);
+      if (lexer_->next(state, static_cast<uint8_t>(b)) == state)
+        loops[b >> 6] |= uint64_t{1} << (b & 63);
     }
     self_loops_[state] = loops;
     self_loops_known_[state] = 1;
@@ -158,8 +159,7 @@ const TokenMasker::AfterMasks& TokenMasker::after_masks(const Group& group, Lexe
   return after_cache_.emplace(key, std::move(after)).first->second;
 }
 
-void TokenMasker::apply_group(const Group& group, EarleyParser& parser,
-                              std::span<uint64_t> mask) {
+void TokenMasker::apply_group(const Group& group, EarleyParser& parser, std::span<uint64_t> mask) {
   // One scan serves every token that ends this lexeme at the same place.
   if (!parser.scan(lexer_->accepted(group.before))) return;
   const AfterMasks& after = after_masks(group, start_after_scan(parser));

@@ -101,8 +101,8 @@ class TokenMasker {
   std::shared_ptr<Lexer> lexer_;
   std::unordered_map<LexerStateId, StateMasks> cache_;
   std::unordered_map<uint64_t, AfterMasks> after_cache_;  // key: group id << 32 | start
-  std::vector<LexerStateId> walk_states_;  // scratch of walk_lexer, per trie depth
-  std::vector<std::array<uint64_t, 4>> self_loops_;  // per lexer state, once known
+  std::vector<LexerStateId> walk_states_;                 // scratch of walk_lexer, per trie depth
+  std::vector<std::array<uint64_t, 4>> self_loops_;       // per lexer state, once known
   std::vector<uint8_t> self_loops_known_;
   Stats stats_;
 };

@@ -60,7 +60,8 @@ TEST(TokenMasker, EqualsFeedingEveryTokenAlongATextOnLlama3) {
   const auto trie = llama3_trie(vocab);
   TokenMasker masker(lists_of_strings_and_numbers(), trie);
   Matcher m = masker.new_matcher();
-  const std::string text = R"(["a b",12,[],["x\"y",[7,"\\"]],"")" "]";
+  const std::string text = R"(["a b",12,[],["x\"y",[7,"\\"]],"")"
+                           "]";
   std::vector<uint64_t> mask(masker.mask_words());
   for (size_t pos = 0; pos <= text.size(); ++pos) {
     std::fill(mask.begin(), mask.end(), 0);
@@ -106,7 +107,8 @@ TEST(TokenMasker, ConsumeTokenFollowsTheMask) {
     masker.compute_mask(m, mask);
     std::vector<TokenId> allowed;
     for (size_t t = 0; t < trie->vocab_size(); ++t) {
-      if (bit(mask, t) && static_cast<TokenId>(t) != eos) allowed.push_back(static_cast<TokenId>(t));
+      if (bit(mask, t) && static_cast<TokenId>(t) != eos)
+        allowed.push_back(static_cast<TokenId>(t));
     }
     ASSERT_FALSE(allowed.empty());
     const TokenId pick = allowed[rng() % allowed.size()];

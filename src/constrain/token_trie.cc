@@ -30,7 +30,7 @@ TokenTrie TokenTrie::from_tokenizer(const tokenizer::Tokenizer& tokenizer,
   std::stable_sort(order.begin(), order.end(), [&](TokenId a, TokenId b) {
     return trie.bytes_[static_cast<size_t>(a)] < trie.bytes_[static_cast<size_t>(b)];
   });
-  trie.nodes_.push_back(Node{});  // the root
+  trie.nodes_.push_back(Node{});     // the root
   std::vector<uint32_t> open = {0};  // path from the root to the last node created
   std::string path;                  // bytes of that path
   for (const TokenId id : order) {

@@ -52,7 +52,8 @@ class TokenTrie {
   // The tokens of `node`'s whole subtree, itself included: token_ids()[begin, end).
   uint32_t subtree_tokens_end(uint32_t node) const {
     const uint32_t end = nodes_[node].subtree_end;
-    return end < nodes_.size() ? nodes_[end].tokens_begin : static_cast<uint32_t>(token_ids_.size());
+    return end < nodes_.size() ? nodes_[end].tokens_begin
+                               : static_cast<uint32_t>(token_ids_.size());
   }
 
  private:

@@ -21,8 +21,7 @@ std::string envelope(const ToolCallFormat& format, const std::string& name) {
 
 Result<Grammar> compile_tool_grammar(const ToolCallFormat& format,
                                      const std::vector<ToolFunction>& functions, ToolMode mode,
-                                     const Json* content_schema,
-                                     const JsonSchemaOptions& options) {
+                                     const Json* content_schema, const JsonSchemaOptions& options) {
   if (functions.empty()) {
     return Status(ErrorCode::kInvalidGrammar, "a tool-call grammar needs at least one function");
   }
@@ -39,9 +38,8 @@ Result<Grammar> compile_tool_grammar(const ToolCallFormat& format,
                       ErrorWhere{.field = "tools[" + std::to_string(i) + "].function.name"});
       }
     }
-    Result<Symbol> arguments = f.parameters.is_null()
-                                   ? add_any_json_object(b, options)
-                                   : add_json_schema(b, f.parameters, options);
+    Result<Symbol> arguments = f.parameters.is_null() ? add_any_json_object(b, options)
+                                                      : add_json_schema(b, f.parameters, options);
     if (!arguments.ok()) {
       return under_field(arguments.status(),
                          "tools[" + std::to_string(i) + "].function.parameters");
@@ -116,11 +114,11 @@ Result<Grammar> compile_tool_grammar(const ToolCallFormat& format,
   // first `open` it has already written.
   const RegexId has_trigger =
       rx.concat(rx.any_bytes(), rx.concat(rx.literal(trigger), rx.any_bytes()));
-  const RegexId free_text = rx.intersect(rx.concat(rx.any_bytes(), rx.bytes(ByteSet().complement())),
-                                         rx.complement(has_trigger));
+  const RegexId free_text = rx.intersect(
+      rx.concat(rx.any_bytes(), rx.bytes(ByteSet().complement())), rx.complement(has_trigger));
   b.add_rule(root, {b.token(free_text)});
-  const RegexId opening = rx.concat(rx.intersect(rx.any_bytes(), rx.complement(has_trigger)),
-                                    rx.literal(trigger));
+  const RegexId opening =
+      rx.concat(rx.intersect(rx.any_bytes(), rx.complement(has_trigger)), rx.literal(trigger));
   // After the trigger: the rest of the first call, then more calls as usual.
   const NonterminalId rest = b.add_nonterminal("after_trigger");
   if (!format.list_open.empty()) {

@@ -8,10 +8,9 @@
 // Each call's arguments must satisfy that function's `parameters` schema.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "constrain/grammar.h"
@@ -20,10 +19,10 @@
 namespace synapse::constrain {
 
 struct ToolCallFormat {
-  std::string open;        // before each call, e.g. "<tool_call>\n"; "" when the JSON opens it
-  std::string close;       // after each call, e.g. "\n</tool_call>"
-  std::string separator;   // between calls
-  std::string list_open;   // list form: "[TOOL_CALLS]" then a JSON array of calls
+  std::string open;       // before each call, e.g. "<tool_call>\n"; "" when the JSON opens it
+  std::string close;      // after each call, e.g. "\n</tool_call>"
+  std::string separator;  // between calls
+  std::string list_open;  // list form: "[TOOL_CALLS]" then a JSON array of calls
   std::string arguments_key = "arguments";
   bool parallel = true;
 };

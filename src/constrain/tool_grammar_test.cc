@@ -45,8 +45,9 @@ TEST(ToolGrammar, RequiredAcceptsOnlyCallsWhoseArgumentsFitTheirFunction) {
                                      "\n<tool_call>\n{\"name\": \"now\", \"arguments\": "
                                      "{\"anything\":[1]}}\n</tool_call>"));
   for (const char* text :
-       {"", "Sure.", "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"days\":3}}\n"
-                     "</tool_call>",  // city is required
+       {"", "Sure.",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"days\":3}}\n"
+        "</tool_call>",  // city is required
         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"P\",\"days\":9}}\n"
         "</tool_call>",  // days out of range
         "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>",
@@ -96,8 +97,9 @@ TEST(ToolGrammar, Llama3AndMistralSyntaxes) {
   mistral.list_open = "[TOOL_CALLS]";
   const auto m = compile(mistral, ToolMode::kRequired);
   EXPECT_TRUE(grammar_accepts(
-      m, "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"get_weather\", "
-         "\"arguments\": {\"city\":\"Oslo\"}}]"));
+      m,
+      "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"get_weather\", "
+      "\"arguments\": {\"city\":\"Oslo\"}}]"));
   EXPECT_FALSE(grammar_accepts(m, "[TOOL_CALLS][]"));
 }
 

@@ -118,9 +118,9 @@ api::ChatCompletionResult read_tool_reply(std::string text, const chat::ToolCall
   for (const chat::ParsedToolCall& call : reply.calls) {
     result.tool_calls.push_back({new_id("call_"), call.name, call.arguments});
   }
-  result.finish_reason =
-      !result.tool_calls.empty() && finish == api::FinishReason::kStop ? api::FinishReason::kToolCalls
-                                                                       : finish;
+  result.finish_reason = !result.tool_calls.empty() && finish == api::FinishReason::kStop
+                             ? api::FinishReason::kToolCalls
+                             : finish;
   return result;
 }
 
@@ -500,7 +500,8 @@ class Routes {
         const std::string chunk = chat_text_chunk(e.text, e.final, lp);
         if (!chunk.empty() && !write(sink, chunk)) return false;
       } else if (!e.text.empty() || lp != nullptr) {
-        const std::string chunk = api::completion_chunk(p.meta, e.text, std::nullopt, lp, text_offset);
+        const std::string chunk =
+            api::completion_chunk(p.meta, e.text, std::nullopt, lp, text_offset);
         text_offset += static_cast<int64_t>(e.text.size());
         if (!write(sink, chunk)) return false;
       }

@@ -77,7 +77,8 @@ Result<std::shared_ptr<constrain::TokenMasker>> OutputConstraints::for_format(
       return result;
     }
     case Kind::kGrammar: {
-      auto result = cached("gbnf:" + format.grammar, [&] { return constrain::compile_gbnf(format.grammar); });
+      auto result =
+          cached("gbnf:" + format.grammar, [&] { return constrain::compile_gbnf(format.grammar); });
       if (!result.ok()) return std::move(result).take_status().with_field(format.field);
       return result;
     }
@@ -110,8 +111,8 @@ Result<ToolPlan> OutputConstraints::for_tools(const Json& tools, const api::Tool
     const Json& function = tool.at("function");
     const std::string name = function.at("name").get<std::string>();
     if (choice.kind == Kind::kFunction && name != choice.function) continue;
-    functions.push_back({name, function.contains("parameters") ? function.at("parameters")
-                                                                : Json()});
+    functions.push_back(
+        {name, function.contains("parameters") ? function.at("parameters") : Json()});
   }
   const constrain::ToolMode mode =
       choice.kind == Kind::kAuto ? constrain::ToolMode::kAuto : constrain::ToolMode::kRequired;
