@@ -28,6 +28,7 @@
 #include "server/embedding_routes.h"
 #include "server/generation_call.h"
 #include "server/http_server.h"
+#include "server/output_constraints.h"
 #include "store/model_ref.h"
 
 namespace synapse::cli {
@@ -252,6 +253,10 @@ int run_serve(const ServeOptions& o) {
   config.eog_tokens = end_of_generation_tokens(model);
   serve::Service service(model, *tok, config);
   inference.service = &service;
+  // One cache of compiled output constraints for the HTTP routes and the job executor alike.
+  inference.constraints = std::make_shared<server::OutputConstraints>(
+      *tok,
+      inference.chat_template ? inference.chat_template->family() : chat::TemplateFamily::kUnknown);
 
   // Every admitted request (running or queued in any class) holds a connection thread.
   server::ServerOptions server_options =
