@@ -165,6 +165,11 @@ int run_generate(const GenerateOptions& o) {
     if (masker) {
       constrain::mask_logits(*masker, *matcher, eog, row, mask, masked);
       row = masked;
+      // Nothing allowed: the text is complete and the model has no end token to say so.
+      if (std::all_of(mask.begin(), mask.end(), [](uint64_t w) { return w == 0; })) {
+        stop_reason = matcher->accepts_end() ? "end_of_generation" : "grammar_dead_end";
+        break;
+      }
     }
     const Result<int32_t> sampled = sampler->sample(row);
     if (!sampled.ok()) return fail(sampled.status());

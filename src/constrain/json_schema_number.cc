@@ -452,12 +452,13 @@ RegexId number_range_regex(RegexBuilder& rx, const NumberRange& range) {
 }
 
 RegexId number_equal_regex(RegexBuilder& rx, const Decimal& d) {
-  // Fraction digits f followed by any zeros, or only zeros when f is empty.
+  // The spellings serialisers write for this value, not every spelling of it: a fixed value
+  // with unboundedly many spellings ("333.000…", "1e+0002") lets a model write zeros forever.
+  // Fraction digits f as they are, or ".0" when f is empty (a double holding an integer);
+  // exponents with at most two leading zeros ("1e-07", as printf writes them).
   const auto fraction = [&rx](const std::string& f) {
-    const RegexId zeros = rx.repeat(rx.literal("0"), 0, kUnbounded);
-    if (f.empty())
-      return rx.repeat(rx.concat(rx.literal("."), rx.repeat(rx.literal("0"), 1, kUnbounded)), 0, 1);
-    return rx.concat(rx.literal("." + f), zeros);
+    if (f.empty()) return rx.repeat(rx.literal(".0"), 0, 1);
+    return rx.literal("." + f);
   };
   const RegexId sign = d.negative && !d.is_zero() ? rx.literal("-")
                        : d.is_zero()              ? rx.repeat(rx.literal("-"), 0, 1)
@@ -471,14 +472,14 @@ RegexId number_equal_regex(RegexBuilder& rx, const Decimal& d) {
   e.add('E');
   RegexId exponent_value;
   {
-    // The exponent k spelled every way: [+]?0*k, -0*k, or [+-]?0+ for zero.
-    const RegexId zeros = rx.repeat(rx.literal("0"), 0, kUnbounded);
+    // The exponent k: [+]?0{0,2}k, -0{0,2}k, or [+-]?0{1,3} for zero.
+    const RegexId zeros = rx.repeat(rx.literal("0"), 0, 2);
     if (s.exponent == 0) {
       ByteSet sign_set;
       sign_set.add('+');
       sign_set.add('-');
       exponent_value =
-          rx.concat(rx.repeat(rx.bytes(sign_set), 0, 1), rx.repeat(rx.literal("0"), 1, kUnbounded));
+          rx.concat(rx.repeat(rx.bytes(sign_set), 0, 1), rx.repeat(rx.literal("0"), 1, 3));
     } else if (s.exponent > 0) {
       const RegexId parts[] = {rx.repeat(rx.literal("+"), 0, 1), zeros,
                                rx.literal(std::to_string(s.exponent))};

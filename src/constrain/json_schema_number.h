@@ -56,7 +56,8 @@ struct NumberRange {
 
 // The numbers in `range`, spelled as above.
 RegexId number_range_regex(RegexBuilder& rx, const NumberRange& range);
-// Every spelling of the one number `d` (1, 1.0, 1e0, 1.0e+00, ...), for const and enum values.
+// The spellings serialisers write of the one number `d` (1, 1.0, 1e0, 1e+00, ...), for const
+// and enum values: finitely many, so a model cannot pad a fixed value forever.
 RegexId number_equal_regex(RegexBuilder& rx, const Decimal& d);
 
 }  // namespace synapse::constrain::json_schema_internal

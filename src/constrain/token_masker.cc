@@ -205,9 +205,8 @@ bool TokenMasker::consume_token(Matcher& matcher, TokenId token) {
   return matcher.consume_bytes(trie_->token_bytes(token));
 }
 
-void mask_logits(TokenMasker& masker, Matcher& matcher, std::span<const int32_t> end_tokens,
-                 std::span<const float> logits, std::vector<uint64_t>& mask,
-                 std::vector<float>& out) {
+void compute_step_mask(TokenMasker& masker, Matcher& matcher, std::span<const int32_t> end_tokens,
+                       std::vector<uint64_t>& mask) {
   mask.assign(masker.mask_words(), 0);
   masker.compute_mask(matcher, mask);
   const bool may_end = matcher.accepts_end();
@@ -221,12 +220,23 @@ void mask_logits(TokenMasker& masker, Matcher& matcher, std::span<const int32_t>
       mask[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
     }
   }
+}
+
+void apply_mask(std::span<const uint64_t> mask, std::span<const float> logits,
+                std::vector<float>& out) {
   out.resize(logits.size());
   constexpr float kBanned = -std::numeric_limits<float>::infinity();
   for (size_t t = 0; t < logits.size(); ++t) {
-    const bool allowed = t < vocab && ((mask[t >> 6] >> (t & 63)) & 1) != 0;
+    const bool allowed = (t >> 6) < mask.size() && ((mask[t >> 6] >> (t & 63)) & 1) != 0;
     out[t] = allowed ? logits[t] : kBanned;
   }
+}
+
+void mask_logits(TokenMasker& masker, Matcher& matcher, std::span<const int32_t> end_tokens,
+                 std::span<const float> logits, std::vector<uint64_t>& mask,
+                 std::vector<float>& out) {
+  compute_step_mask(masker, matcher, end_tokens, mask);
+  apply_mask(mask, logits, out);
 }
 
 }  // namespace synapse::constrain

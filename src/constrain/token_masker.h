@@ -107,9 +107,15 @@ class TokenMasker {
   Stats stats_;
 };
 
-// The logits a sampler draws from under the grammar: `logits` with -infinity for every token
-// the matcher's state refuses; `end_tokens` (the request's end-of-generation ids) allowed
-// exactly when the text may end there. `mask` is scratch (mask_words() words).
+// The mask of the next step: the tokens the matcher's state allows, with `end_tokens` (the
+// request's end-of-generation ids) allowed exactly when the text may end there. `mask` is
+// resized to mask_words() words.
+void compute_step_mask(TokenMasker& masker, Matcher& matcher, std::span<const int32_t> end_tokens,
+                       std::vector<uint64_t>& mask);
+// `logits` with -infinity for every token `mask` refuses (tokens past the mask are refused).
+void apply_mask(std::span<const uint64_t> mask, std::span<const float> logits,
+                std::vector<float>& out);
+// Both: the logits a sampler draws from under the grammar.
 void mask_logits(TokenMasker& masker, Matcher& matcher, std::span<const int32_t> end_tokens,
                  std::span<const float> logits, std::vector<uint64_t>& mask,
                  std::vector<float>& out);

@@ -2,6 +2,7 @@
 #include "serve/service.h"
 
 #include <algorithm>
+#include <future>
 #include <optional>
 #include <unordered_map>
 
@@ -78,6 +79,7 @@ struct Service::Job {
   // Constrained requests: where the text is in the grammar, and the step's mask and logits.
   std::optional<constrain::Matcher> matcher;
   std::vector<uint64_t> mask;
+  bool mask_ready = false;  // `mask` is this step's, computed during the forward pass
   std::vector<float> masked_logits;
 };
 
@@ -443,7 +445,29 @@ bool Service::run_step() {
   make_room(pages_needed);
 
   const Clock::time_point started = Clock::now();
+  // Constrained requests that sample this step: their masks depend only on the text so far, so
+  // they are computed on another thread while the forward pass runs, and one slow mask adds
+  // to the step only what it takes beyond the pass.
+  std::vector<Job*> masked;
+  for (size_t i = 0; i < s.slots.size(); ++i) {
+    Job* job = s.slots[i].job;
+    if (job->request.constraint && s.inputs[i].logits != LogitsWanted::kNone) {
+      masked.push_back(job);
+    }
+  }
+  std::future<void> masks;
+  if (!masked.empty()) {
+    masks = std::async(std::launch::async, [&masked] {
+      for (Job* job : masked) {
+        if (!job->matcher) job->matcher.emplace(job->request.constraint->new_matcher());
+        constrain::compute_step_mask(*job->request.constraint, *job->matcher,
+                                     job->request.eog_tokens, job->mask);
+        job->mask_ready = true;
+      }
+    });
+  }
   const Status status = s.engine.step(s.inputs, s.out);
+  if (masks.valid()) masks.get();
   if (!status.ok()) {
     if (status.code() == ErrorCode::kResourceExhausted) {
       // The pool cannot hold this step even without the prefix cache: the lowest-priority,
@@ -501,8 +525,14 @@ bool Service::run_step() {
 std::span<const float> Service::constrain_logits(Job& job, std::span<const float> logits) {
   constrain::TokenMasker& masker = *job.request.constraint;
   if (!job.matcher) job.matcher.emplace(masker.new_matcher());
-  constrain::mask_logits(masker, *job.matcher, job.request.eog_tokens, logits, job.mask,
-                         job.masked_logits);
+  if (!job.mask_ready) {
+    constrain::compute_step_mask(masker, *job.matcher, job.request.eog_tokens, job.mask);
+  }
+  job.mask_ready = false;
+  // Nothing allowed: the text is complete and the request has no end-of-generation token to
+  // say so (or, with intersections in the grammar, a dead end). The caller ends the request.
+  if (std::all_of(job.mask.begin(), job.mask.end(), [](uint64_t w) { return w == 0; })) return {};
+  constrain::apply_mask(job.mask, logits, job.masked_logits);
   return job.masked_logits;
 }
 
@@ -512,6 +542,11 @@ void Service::sample_and_emit(Job& job, std::span<const float> logits) {
   event.step = s.step;
   const std::span<const float> row =
       job.request.constraint ? constrain_logits(job, logits) : logits;
+  if (row.empty()) {
+    if (job.matcher->accepts_end()) return finish(job, event, FinishReason::kStop);
+    return finish(job, event, FinishReason::kError,
+                  Status(ErrorCode::kInternal, "the grammar allows no token after this text"));
+  }
   Result<int32_t> sampled = job.sampler.sample(row);
   if (!sampled.ok()) return finish(job, event, FinishReason::kError, sampled.status());
   const int32_t token = *sampled;

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "backend/cpu_backend.h"
+#include "constrain/json_schema.h"
+#include "constrain/matcher.h"
 #include "kernels/kernel_selection.h"
 #include "kernels/matmul.h"
 #include "runtime/engine.h"
@@ -189,6 +191,52 @@ TEST_F(ServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
     max_batch = std::max(max_batch, got[i].events.size());
   }
   EXPECT_NE(service->render_prometheus().find("synapse_generated_tokens_total"), std::string::npos);
+}
+
+// A constrained request's text is a sentence of its grammar, ended by end of generation where
+// the grammar is complete; eight constrained greedy streams sharing one grammar (their masks
+// computed during the forward pass) equal each alone, and batch with unconstrained ones.
+TEST_F(ServiceTest, ConstrainedRequestsFollowTheirGrammarAndBatchLikeOthers) {
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({"type": "object",
+      "properties": {"word": {"type": "string", "maxLength": 6}, "n": {"enum": [1, 22, 333]}},
+      "required": ["word", "n"], "additionalProperties": false})");
+  auto grammar = constrain::compile_json_schema(schema);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  const auto shared = std::make_shared<const constrain::Grammar>(std::move(grammar).value());
+  auto masker = std::make_shared<constrain::TokenMasker>(
+      shared, std::make_shared<const constrain::TokenTrie>(
+                  constrain::TokenTrie::from_tokenizer(*tokenizer_, {})));
+  constexpr size_t kN = 8;
+  std::vector<GenerationRequest> requests;
+  std::vector<Collected> expected;
+  for (size_t i = 0; i < kN; ++i) {
+    GenerationRequest r = greedy(prompt(i), 64);
+    if (i % 4 != 3) r.constraint = masker;  // every fourth stays unconstrained
+    requests.push_back(r);
+    expected.push_back(alone(requests.back()));
+    if (r.constraint) {
+      EXPECT_EQ(expected.back().final_event.finish_reason, FinishReason::kStop)
+          << i << " " << expected.back().final_event.error.to_string() << " "
+          << expected.back().text;
+      EXPECT_TRUE(constrain::grammar_accepts(shared, expected.back().text))
+          << "request " << i << ": " << expected.back().text;
+    }
+  }
+  auto service = make(kN);
+  std::vector<Collected> got(kN);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < kN; ++i) {
+    clients.emplace_back([&, i] {
+      auto h = service->submit(requests[i]);
+      ASSERT_TRUE(h.ok());
+      got[i] = collect(**h);
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(got[i].tokens, expected[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].text, expected[i].text) << "request " << i;
+  }
 }
 
 TEST_F(ServiceTest, CancelFreesPagesWithinOneStep) {
