@@ -50,6 +50,21 @@ LexerStateId Lexer::compute_next(LexerStateId state, uint8_t byte) {
   return next;
 }
 
+LexerStateId Lexer::horizon_state(LexerStateId state, uint32_t h) {
+  const uint64_t key = (uint64_t{state} << 16) | h;
+  if (const auto found = horizon_of_.find(key); found != horizon_of_.end()) return found->second;
+  std::vector<std::pair<LexemeId, RegexId>> alive;
+  bool changed = false;
+  for (const auto& [lexeme, regex] : states_[state].alive) {
+    const RegexId widened = grammar_.regexes().horizon(regex, h);
+    changed = changed || widened != regex;
+    alive.emplace_back(lexeme, widened);
+  }
+  const LexerStateId result = changed ? intern(std::move(alive)) : state;
+  horizon_of_.emplace(key, result);
+  return result;
+}
+
 LexerStateId Lexer::intern(std::vector<std::pair<LexemeId, RegexId>> alive) {
   std::vector<uint32_t> key;
   key.reserve(alive.size() * 2);

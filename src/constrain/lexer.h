@@ -40,6 +40,9 @@ class Lexer {
   }
 
   size_t state_count() const { return states_.size(); }
+  // A state with the same decisions as `state` on every text of at most h bytes, its counted
+  // repeats widened (RegexBuilder::horizon); `state` itself when nothing changes.
+  LexerStateId horizon_state(LexerStateId state, uint32_t h);
 
  private:
   static constexpr LexerStateId kUnknown = UINT32_MAX;
@@ -60,6 +63,7 @@ class Lexer {
   std::vector<std::array<LexerStateId, 256>> transitions_;
   std::unordered_map<std::vector<uint32_t>, LexerStateId, VectorHash> by_alive_;
   std::unordered_map<std::vector<uint32_t>, LexerStateId, VectorHash> by_allowed_;
+  std::unordered_map<uint64_t, LexerStateId> horizon_of_;  // key: state << 16 | h
 };
 
 }  // namespace synapse::constrain

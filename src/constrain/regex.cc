@@ -10,6 +10,7 @@
 #include <bit>
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -92,6 +93,7 @@ struct RegexBuilder::Impl {
   std::vector<int32_t> class_of_term;
   std::deque<std::array<uint8_t, 256>> class_arrays;
   std::vector<int16_t> refine_scratch;
+  std::unordered_map<uint64_t, RegexId> horizon_memo;  // horizon(), keyed by term << 16 | h
   std::vector<ByteSet> sets;
   std::vector<RegexId> children;
   // Interning: an open-addressing table of term ids, probed by each term's structural hash
@@ -426,6 +428,43 @@ struct RegexBuilder::Impl {
     return alt(parts);
   }
 
+  // r with every counted repeat that no text of at most h bytes can tell from an unbounded one
+  // made unbounded (max >= h), and every lower bound no such text can reach made h + 1: the
+  // same decisions (alive, accepting) on every text of at most h bytes, so lexer states that
+  // differ only in a long string's remaining count share their masks. Terms with intersection
+  // or complement are left as they are (their emptiness is not syntactic).
+  RegexId horizon(RegexId r, uint32_t h, int depth = 0) {
+    const Term t = terms[r];
+    if (t.has_boolean || t.kind == Kind::kNothing || t.kind == Kind::kEpsilon ||
+        t.kind == Kind::kBytes || depth > 400) {
+      return r;
+    }
+    const uint64_t key = (uint64_t{r} << 16) | h;
+    if (const auto found = horizon_memo.find(key); found != horizon_memo.end()) {
+      return found->second;
+    }
+    RegexId out = r;
+    switch (t.kind) {
+      case Kind::kConcat:
+        out = concat(horizon(t.a, h, depth + 1), horizon(t.b, h, depth + 1));
+        break;
+      case Kind::kOr: {
+        std::vector<RegexId> parts;
+        for (RegexId k : kids(t)) parts.push_back(horizon(k, h, depth + 1));
+        out = alt(parts);
+        break;
+      }
+      case Kind::kRepeat:
+        out = repeat(horizon(t.a, h, depth + 1), t.min > h ? h + 1 : t.min,
+                     t.max >= h ? kUnbounded : t.max);
+        break;
+      default:
+        break;
+    }
+    horizon_memo.emplace(key, out);
+    return out;
+  }
+
   // The bytes split into classes that every ByteSet in r treats alike (bytes in one class have
   // the same derivative), memoized per term and built from the children's classes: a new
   // derivative costs one refinement per child instead of a walk of its whole term, which made
@@ -758,6 +797,7 @@ RegexId RegexBuilder::codepoints(std::span<const CodepointRange> ranges) {
 }
 bool RegexBuilder::nullable(RegexId r) const { return impl_->term(r).nullable; }
 bool RegexBuilder::has_boolean(RegexId r) const { return impl_->term(r).has_boolean; }
+RegexId RegexBuilder::horizon(RegexId r, uint32_t h) { return impl_->horizon(r, h); }
 std::array<uint64_t, 2> RegexBuilder::structural_hash(RegexId r) const {
   return impl_->structural[r];
 }

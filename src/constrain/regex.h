@@ -85,6 +85,10 @@ class RegexBuilder {
   // empty) when the budget runs out, so a dead end is possible but never a wrong refusal.
   bool is_empty_language(RegexId r, size_t budget = 2000);
 
+  // r with its counted repeats widened where no text of at most h bytes can tell the
+  // difference (a bound of h or more becomes unbounded): the same decisions on every such
+  // text. Terms using intersection or complement are returned unchanged.
+  RegexId horizon(RegexId r, uint32_t h);
   // Uses intersection or complement somewhere (emptiness is then not syntactic).
   bool has_boolean(RegexId r) const;
   // A 128-bit hash of r's structure that is the same in every builder for equal terms.

@@ -27,7 +27,8 @@ LexerStateId TokenMasker::start_after_scan(EarleyParser& parser) {
 
 template <typename OnToken>
 std::vector<TokenMasker::Group> TokenMasker::walk_lexer(std::span<const uint32_t> roots,
-                                                        LexerStateId parent, OnToken on_token) {
+                                                        LexerStateId parent, OnToken on_token,
+                                                        const WalkDepths& depths) {
   const std::span<const TokenTrie::Node> nodes = trie_->nodes();
   walk_states_.resize(trie_->max_depth() + 2);
   std::vector<std::pair<LexerStateId, uint32_t>> boundaries;  // (before, node)
@@ -37,18 +38,26 @@ std::vector<TokenMasker::Group> TokenMasker::walk_lexer(std::span<const uint32_t
     const uint32_t end = nodes[root].subtree_end;
     for (uint32_t i = root; i < end;) {
       const TokenTrie::Node& node = nodes[i];
+      // Outside the depths asked for: deeper than `deepest`, or a branch that never gets
+      // below `record_below`.
+      if (node.depth > depths.deepest || trie_->height(i) <= depths.record_below) {
+        i = node.subtree_end;
+        continue;
+      }
+      const bool record = node.depth > depths.record_below;
       const size_t level = node.depth - base + 1u;
       const LexerStateId before = walk_states_[level - 1];
       const LexerStateId next = lexer_->next(before, node.byte);
       if (next == kDeadLexerState) {
-        if (lexer_->accepting(before)) boundaries.emplace_back(before, i);
+        if (record && lexer_->accepting(before)) boundaries.emplace_back(before, i);
         i = node.subtree_end;
         continue;
       }
       walk_states_[level] = next;
       // A large subtree whose bytes all loop back to `next` is allowed whole: no lexeme ends
       // in it and no state changes, so its tokens are taken as one run.
-      if (node.subtree_end - i >= kWholeSubtreeMin) {
+      if (record && node.subtree_end - i >= kWholeSubtreeMin &&
+          trie_->height(i) <= depths.deepest) {
         const std::array<uint64_t, 4>& below = trie_->bytes_below(i);
         const std::array<uint64_t, 4>& loops = self_loops(next);
         if ((below[0] & ~loops[0]) == 0 && (below[1] & ~loops[1]) == 0 &&
@@ -59,8 +68,10 @@ std::vector<TokenMasker::Group> TokenMasker::walk_lexer(std::span<const uint32_t
           continue;
         }
       }
-      for (uint32_t k = 0; k < node.tokens_count; ++k) {
-        on_token(trie_->token_ids()[node.tokens_begin + k]);
+      if (record) {
+        for (uint32_t k = 0; k < node.tokens_count; ++k) {
+          on_token(trie_->token_ids()[node.tokens_begin + k]);
+        }
       }
       ++i;
     }
@@ -108,12 +119,16 @@ StateMaskCache::Key TokenMasker::shared_key(LexerStateId state) const {
   return key;
 }
 
-const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
-  const auto found = cache_.find(state);
-  if (found != cache_.end()) return found->second;
+// What `state` allows on its own, walked up to depth `deepest` of the trie (all of it when
+// kAllDepths), through the vocabulary's shared cache when the state may be shared.
+const TokenMasker::StateMasks& TokenMasker::walked_masks(
+    LexerStateId state, uint32_t deepest, std::unordered_map<LexerStateId, StateMasks>& cache) {
+  const auto found = cache.find(state);
+  if (found != cache.end()) return found->second;
   StateMasks masks;
-  const StateMaskCache::Key key = shared_key(state);
+  StateMaskCache::Key key = shared_key(state);
   if (!key.empty()) {
+    key.push_back(deepest);  // a walk to a given depth is a different entry
     if (auto shared = trie_->shared_masks().find(key)) {
       // Computed by another grammar: only the lexer states of its groups are this grammar's.
       for (const SharedMaskGroup& g : shared->groups) {
@@ -124,21 +139,20 @@ const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
       }
       masks.shared = std::move(shared);
       ++stats_.shared_hits;
-      return cache_.emplace(state, std::move(masks)).first->second;
+      return cache.emplace(state, std::move(masks)).first->second;
     }
   }
   ++stats_.walked;
   if (key.empty()) ++stats_.unshareable;
   auto computed = std::make_shared<SharedStateMasks>();
   computed->within.assign(mask_words(), 0);
-  // The root's children are the first bytes of every token.
-  std::vector<uint32_t> children;
-  const std::span<const TokenTrie::Node> nodes = trie_->nodes();
-  for (uint32_t i = 1; i < nodes.size(); i = nodes[i].subtree_end) children.push_back(i);
-  masks.groups = walk_lexer(children, state, [&](TokenId t) {
-    const auto bit = static_cast<size_t>(t);
-    computed->within[bit >> 6] |= uint64_t{1} << (bit & 63);
-  });
+  masks.groups = walk_lexer(
+      root_children(), state,
+      [&](TokenId t) {
+        const auto bit = static_cast<size_t>(t);
+        computed->within[bit >> 6] |= uint64_t{1} << (bit & 63);
+      },
+      WalkDepths{.deepest = deepest});
   if (!key.empty()) {
     for (const Group& g : masks.groups) {
       computed->groups.push_back(
@@ -147,6 +161,41 @@ const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
     trie_->shared_masks().insert(key, computed);
   }
   masks.shared = std::move(computed);
+  return cache.emplace(state, std::move(masks)).first->second;
+}
+
+const std::vector<uint32_t>& TokenMasker::root_children() {
+  if (root_children_.empty()) {
+    const std::span<const TokenTrie::Node> nodes = trie_->nodes();
+    for (uint32_t i = 1; i < nodes.size(); i = nodes[i].subtree_end) root_children_.push_back(i);
+  }
+  return root_children_;
+}
+
+const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
+  const auto found = cache_.find(state);
+  if (found != cache_.end()) return found->second;
+  // A state inside a long counted repeat (a string with maxLength 500, 3 characters in) differs
+  // from its neighbours only beyond kShallowDepth bytes: the walk to that depth is shared by all
+  // of them (a widened state, Lexer::horizon_state), and only the few deeper tokens are walked
+  // from the state itself.
+  const LexerStateId widened = lexer_->horizon_state(state, kShallowDepth);
+  if (widened == state) return walked_masks(state, kAllDepths, cache_);
+  const StateMasks& shallow = walked_masks(widened, kShallowDepth, shallow_cache_);
+  auto combined = std::make_shared<SharedStateMasks>();
+  combined->within = shallow.shared->within;
+  StateMasks masks;
+  masks.groups = shallow.groups;
+  std::vector<Group> deep = walk_lexer(
+      root_children(), state,
+      [&](TokenId t) {
+        const auto bit = static_cast<size_t>(t);
+        combined->within[bit >> 6] |= uint64_t{1} << (bit & 63);
+      },
+      WalkDepths{.record_below = kShallowDepth});
+  masks.groups.insert(masks.groups.end(), deep.begin(), deep.end());
+  masks.shared = std::move(combined);
+  ++stats_.widened;
   return cache_.emplace(state, std::move(masks)).first->second;
 }
 
@@ -155,7 +204,8 @@ const TokenMasker::AfterMasks& TokenMasker::after_masks(const Group& group, Lexe
   const auto found = after_cache_.find(key);
   if (found != after_cache_.end()) return found->second;
   AfterMasks after;
-  after.groups = walk_lexer(group.nodes, start, [&](TokenId t) { after.tokens.push_back(t); });
+  after.groups = walk_lexer(
+      group.nodes, start, [&](TokenId t) { after.tokens.push_back(t); }, WalkDepths{});
   return after_cache_.emplace(key, std::move(after)).first->second;
 }
 
@@ -177,8 +227,10 @@ void TokenMasker::compute_mask(Matcher& matcher, std::span<uint64_t> mask) {
   // Each state entry holds a whole-vocabulary bitmask (16 KiB for 128k tokens); a grammar
   // with very many lexer states starts over rather than growing without bound. Only here, so
   // no entry is dropped while a mask still reads it.
-  if (cache_.size() >= kMaxCachedStates || after_cache_.size() >= kMaxCachedAfters) {
+  if (cache_.size() + shallow_cache_.size() >= kMaxCachedStates ||
+      after_cache_.size() >= kMaxCachedAfters) {
     cache_.clear();
+    shallow_cache_.clear();
     after_cache_.clear();
   }
   const StateMasks& masks = state_masks(matcher.lexer_state());

@@ -53,12 +53,15 @@ class TokenMasker {
     uint64_t walked = 0;
     uint64_t shared_hits = 0;
     uint64_t unshareable = 0;
+    uint64_t widened = 0;  // walked only below kShallowDepth, the rest from a widened state
   };
   const Stats& stats() const { return stats_; }
   static constexpr size_t kMaxCachedStates = 2048;
   static constexpr size_t kMaxCachedAfters = 1 << 16;
   // Subtrees at least this large (in nodes) are checked for being allowed whole.
   static constexpr uint32_t kWholeSubtreeMin = 8;
+  // Trie depth (bytes) up to which states inside long counted repeats share their walk.
+  static constexpr uint32_t kShallowDepth = 16;
 
  private:
   // Trie nodes whose byte ends the lexeme of lexer state `before` (accepting there): what they
@@ -82,14 +85,24 @@ class TokenMasker {
   };
 
   const StateMasks& state_masks(LexerStateId state);
+  const StateMasks& walked_masks(LexerStateId state, uint32_t deepest,
+                                 std::unordered_map<LexerStateId, StateMasks>& cache);
+  const std::vector<uint32_t>& root_children();
   // The key of `state` in the vocabulary's shared cache; empty when it must not be shared.
   StateMaskCache::Key shared_key(LexerStateId state) const;
   const AfterMasks& after_masks(const Group& group, LexerStateId start);
   // Walks the subtrees of `roots` (whose bytes follow lexer state `parent`) with the lexer
   // alone: `on_token` for every token that fits, boundaries collected into groups.
+  // Which trie depths a walk covers: nodes no deeper than `deepest`, and only those deeper than
+  // `record_below` give tokens and boundaries (shallower ones are passed through).
+  static constexpr uint32_t kAllDepths = UINT16_MAX;
+  struct WalkDepths {
+    uint32_t deepest = kAllDepths;
+    uint32_t record_below = 0;
+  };
   template <typename OnToken>
   std::vector<Group> walk_lexer(std::span<const uint32_t> roots, LexerStateId parent,
-                                OnToken on_token);
+                                OnToken on_token, const WalkDepths& depths);
   void apply_group(const Group& group, EarleyParser& parser, std::span<uint64_t> mask);
   // The bytes on which lexer state `state` goes back to itself (inside a JSON string: nearly
   // all), so a trie subtree made only of those bytes is allowed whole without walking it.
@@ -100,6 +113,9 @@ class TokenMasker {
   std::shared_ptr<const TokenTrie> trie_;
   std::shared_ptr<Lexer> lexer_;
   std::unordered_map<LexerStateId, StateMasks> cache_;
+  // Walks of widened states to kShallowDepth only (see state_masks).
+  std::unordered_map<LexerStateId, StateMasks> shallow_cache_;
+  std::vector<uint32_t> root_children_;
   std::unordered_map<uint64_t, AfterMasks> after_cache_;  // key: group id << 32 | start
   std::vector<LexerStateId> walk_states_;                 // scratch of walk_lexer, per trie depth
   std::vector<std::array<uint64_t, 4>> self_loops_;       // per lexer state, once known

@@ -30,6 +30,12 @@ std::shared_ptr<const Grammar> lists_of_strings_and_numbers() {
   const RegexId body = rx.repeat(rx.alt(rx.bytes(chars), escape), 0, kUnbounded);
   const Symbol string = b.token(rx.concat(rx.concat(rx.byte('"'), body), rx.byte('"')));
   const Symbol number = b.token(rx.repeat(rx.bytes(digits), 1, kUnbounded));
+  // A string of at most 30 characters after '#': its states differ only in the count left, so
+  // the masker walks them through a widened state (TokenMasker::kShallowDepth).
+  const Symbol counted = b.token(
+      rx.concat(rx.concat(rx.literal("#\""), rx.repeat(rx.alt(rx.bytes(chars), escape), 0, 30)),
+                rx.byte('"')));
+  b.add_rule(value, {counted});
   b.add_rule(value, {string});
   b.add_rule(value, {number});
   b.add_rule(value, {b.literal("["), b.literal("]")});
@@ -60,8 +66,9 @@ TEST(TokenMasker, EqualsFeedingEveryTokenAlongATextOnLlama3) {
   const auto trie = llama3_trie(vocab);
   TokenMasker masker(lists_of_strings_and_numbers(), trie);
   Matcher m = masker.new_matcher();
-  const std::string text = R"(["a b",12,[],["x\"y",[7,"\\"]],"")"
-                           "]";
+  const std::string text =
+      R"(["a b",12,#"abcdefghijklmnopqrstuvwxyz0123",[],["x\"y",[7,"\\"]],"",#"")"
+      "]";
   std::vector<uint64_t> mask(masker.mask_words());
   for (size_t pos = 0; pos <= text.size(); ++pos) {
     std::fill(mask.begin(), mask.end(), 0);
@@ -85,6 +92,10 @@ TEST(TokenMasker, EqualsFeedingEveryTokenAlongATextOnLlama3) {
       allowed += expected ? 1 : 0;
     }
     EXPECT_GT(allowed, 0u) << "nothing allowed after '" << text.substr(0, pos) << "'";
+    if (pos + 1 == text.size()) {
+      // The counted string's states went through the widened walk (the path under test).
+      EXPECT_GT(masker.stats().widened, 0u);
+    }
     if (pos < text.size()) {
       ASSERT_TRUE(m.consume_bytes(text.substr(pos, 1)));
     }

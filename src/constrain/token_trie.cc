@@ -88,13 +88,16 @@ TokenTrie TokenTrie::from_tokenizer(const tokenizer::Tokenizer& tokenizer,
   // Parents, and the bytes below each node, children before parents (a child's index is
   // above its parent's).
   trie.parent_.assign(trie.nodes_.size(), 0);
+  trie.height_.assign(trie.nodes_.size(), 0);
   trie.below_.assign(trie.nodes_.size(), {});
   for (size_t i = trie.nodes_.size(); i-- > 0;) {
     std::array<uint64_t, 4>& below = trie.below_[i];
+    trie.height_[i] = trie.nodes_[i].depth;
     for (uint32_t c = static_cast<uint32_t>(i) + 1; c < trie.nodes_[i].subtree_end;
          c = trie.nodes_[c].subtree_end) {
       const uint8_t b = trie.nodes_[c].byte;
       trie.parent_[c] = static_cast<uint32_t>(i);
+      trie.height_[i] = std::max(trie.height_[i], trie.height_[c]);
       below[b >> 6] |= uint64_t{1} << (b & 63);
       for (size_t w = 0; w < 4; ++w) below[w] |= trie.below_[c][w];
     }

@@ -43,6 +43,8 @@ class TokenTrie {
   bool in_trie(TokenId id) const { return in_trie_[static_cast<size_t>(id)] != 0; }
   size_t max_depth() const { return max_depth_; }
   uint32_t parent(uint32_t node) const { return parent_[node]; }
+  // The depth of the deepest node in `node`'s subtree.
+  uint16_t height(uint32_t node) const { return height_[node]; }
   // The bytes from the root to `node`.
   std::string path(uint32_t node) const;
   // Masks shared by every grammar over this vocabulary (state_mask_cache.h).
@@ -66,6 +68,7 @@ class TokenTrie {
   size_t max_depth_ = 0;
   std::vector<std::array<uint64_t, 4>> below_;
   std::vector<uint32_t> parent_;
+  std::vector<uint16_t> height_;
   std::shared_ptr<StateMaskCache> shared_masks_ = std::make_shared<StateMaskCache>();
 };
 
