@@ -6,7 +6,8 @@
 // where it is (most of a JSON string). Three caches make a mask cheap:
 //   - what a lexer state allows without ending its lexeme does not depend on the parser: it
 //     is computed once per state, and once per vocabulary for states many grammars share
-//     (state_mask_cache.h);
+//     (state_mask_cache.h); states inside a long counted repeat share their walk down to
+//     kShallowDepth bytes through a widened state (Lexer::horizon_state);
 //   - where a lexeme ends inside a token, the tokens that then stay inside the next lexeme
 //     depend only on where (the group of trie subtrees) and on the next lexer state: cached
 //     per (group, state);
