@@ -17,6 +17,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/eval_runner.h"
 #include "cli/model_runner.h"
 #include "constrain/gbnf.h"
 #include "constrain/json_schema.h"
@@ -43,18 +44,6 @@ struct GenerateOptions {
   std::string json_schema_file;  // constrain the output to this JSON Schema
   std::string grammar_file;      // ... or to this GBNF grammar
 };
-
-Result<std::string> read_text_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    return Status(ErrorCode::kIoError, "cannot read the file", ErrorWhere{.path = path});
-  std::string text;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-  std::fclose(f);
-  return text;
-}
 
 // The grammar of --json-schema or --grammar; null when neither is given.
 Result<std::shared_ptr<const constrain::Grammar>> load_constraint(const GenerateOptions& o) {

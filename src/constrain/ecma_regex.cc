@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/utf8.h"
+#include "tokenizer/unicode.h"
 
 namespace synapse::constrain {
 namespace {
@@ -148,13 +149,8 @@ class PatternParser {
 
   // The next code point of the (already validated) UTF-8 pattern.
   char32_t next_codepoint() {
-    const auto lead = static_cast<uint8_t>(pattern_[pos_]);
-    const size_t n = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-    char32_t cp = n == 1 ? lead : lead & (0x7Fu >> n);
-    for (size_t i = 1; i < n; ++i) {
-      cp = (cp << 6) | (static_cast<uint8_t>(pattern_[pos_ + i]) & 0x3Fu);
-    }
-    pos_ += n;
+    char32_t cp = 0;
+    pos_ += tokenizer::decode_utf8(pattern_, pos_, cp);
     return cp;
   }
 

@@ -11,6 +11,7 @@
 
 #include "base/echo.h"
 #include "base/utf8.h"
+#include "tokenizer/unicode.h"
 
 namespace synapse::constrain {
 namespace {
@@ -315,12 +316,7 @@ Status GbnfCompiler::parse_char(char32_t& cp) {
   const auto c = static_cast<uint8_t>(text_[pos_]);
   if (c != '\\') {
     // The text was checked to be valid UTF-8 up front.
-    const size_t length = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    cp = length == 1 ? c : length == 2 ? c & 0x1F : length == 3 ? c & 0x0F : c & 0x07;
-    for (size_t i = 1; i < length; ++i) {
-      cp = (cp << 6) | (static_cast<uint8_t>(text_[pos_ + i]) & 0x3F);
-    }
-    pos_ += length;
+    pos_ += tokenizer::decode_utf8(text_, pos_, cp);
     return ok_status();
   }
   if (pos_ + 1 >= text_.size()) return error(start, "the grammar ends inside an escape");

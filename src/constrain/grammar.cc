@@ -131,4 +131,10 @@ Result<Grammar> GrammarBuilder::build(NonterminalId start) && {
   return grammar;
 }
 
+Status under_request_field(const Status& status, const std::string& field) {
+  ErrorWhere where = status.where();
+  where.field = field + (where.field == "/" ? "" : where.field);
+  return Status(status.code(), status.message(), where);
+}
+
 }  // namespace synapse::constrain

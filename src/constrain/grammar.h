@@ -113,4 +113,9 @@ class GrammarBuilder {
   std::unique_ptr<RegexBuilder> regexes_;
 };
 
+// The error of a schema or grammar that came in a request field: its location inside the
+// schema (a JSON pointer, "/" for the root) put under `field`, e.g.
+// "tools[0].function.parameters/properties/a".
+Status under_request_field(const Status& status, const std::string& field);
+
 }  // namespace synapse::constrain

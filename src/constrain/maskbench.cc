@@ -95,20 +95,19 @@ bool MaskBench::feed_instance(TokenMasker& masker, const std::string& text, Cate
 
 void MaskBench::run_record(const Json& record, const std::string& category_name) {
   Category& category = categories_[category_name];
-  ++category.counts.schemas;
-  ++total_.counts.schemas;
-  const Json& schema = record.at("schema");
+  // Every count goes to the record's category and to the total.
+  const auto count = [&](uint64_t MaskBenchCounts::*field) {
+    ++(category.counts.*field);
+    ++(total_.counts.*field);
+  };
+  const std::string id = record.value("id", std::string("?"));
+  count(&MaskBenchCounts::schemas);
   const Clock::time_point start = Clock::now();
-  Result<Grammar> grammar = compile_json_schema(schema, options_);
+  Result<Grammar> grammar = compile_json_schema(record.at("schema"), options_);
   if (!grammar.ok()) {
     const Status status = grammar.status();
-    if (status.code() == ErrorCode::kSchemaTooComplex) {
-      ++category.counts.timeout;
-      ++total_.counts.timeout;
-    } else {
-      ++category.counts.compile_error;
-      ++total_.counts.compile_error;
-    }
+    count(status.code() == ErrorCode::kSchemaTooComplex ? &MaskBenchCounts::timeout
+                                                        : &MaskBenchCounts::compile_error);
     ++compile_errors_[error_key(status)];
     return;
   }
@@ -121,43 +120,27 @@ void MaskBench::run_record(const Json& record, const std::string& category_name)
     const double us = micros_since(start);
     category.ttfm_us.push_back(us);
     total_.ttfm_us.push_back(us);
-    slowest_ttfm_.emplace_back(us, record.value("id", std::string("?")));
+    slowest_ttfm_.emplace_back(us, id);
   }
   record_max_mask_us_ = 0;
   bool schema_passes = true;
-  const auto count_stats = [&] {
-    walked_ += masker.stats().walked;
-    shared_hits_ += masker.stats().shared_hits;
-    unshareable_ += masker.stats().unshareable;
-  };
   for (const Json& test : record.value("tests", Json::array())) {
     const bool valid = test.at("valid").get<bool>();
-    const std::string text = test.at("data").dump();
-    const bool accepted = feed_instance(masker, text, category, total_);
-    if (valid) {
-      ++category.counts.valid_instances;
-      ++total_.counts.valid_instances;
-    } else {
-      ++category.counts.invalid_instances;
-      ++total_.counts.invalid_instances;
-    }
-    if (valid && !accepted) {
-      ++category.counts.validation_error;
-      ++total_.counts.validation_error;
-      schema_passes = false;
-    } else if (!valid && accepted) {
-      ++category.counts.invalidation_error;
-      ++total_.counts.invalidation_error;
+    const bool accepted = feed_instance(masker, test.at("data").dump(), category, total_);
+    count(valid ? &MaskBenchCounts::valid_instances : &MaskBenchCounts::invalid_instances);
+    if (valid != accepted) {
+      count(valid ? &MaskBenchCounts::validation_error : &MaskBenchCounts::invalidation_error);
       schema_passes = false;
     }
   }
-  slowest_mask_.emplace_back(record_max_mask_us_, record.value("id", std::string("?")));
-  count_stats();
+  slowest_mask_.emplace_back(record_max_mask_us_, id);
+  walked_ += masker.stats().walked;
+  shared_hits_ += masker.stats().shared_hits;
+  unshareable_ += masker.stats().unshareable;
   if (schema_passes) {
-    ++category.counts.passing;
-    ++total_.counts.passing;
+    count(&MaskBenchCounts::passing);
   } else if (failures_.size() < 50) {
-    failures_.push_back(record.value("id", std::string("?")));
+    failures_.push_back(id);
   }
 }
 

@@ -26,7 +26,8 @@ TokenTrie TokenTrie::from_tokenizer(const tokenizer::Tokenizer& tokenizer,
     order.push_back(id);
   }
   // Sorting the byte strings puts every prefix before its extensions, so the trie comes out
-  // in depth-first order with one pass and a stack of open nodes.
+  // in depth-first order with one pass and a stack of open nodes, and each node's tokens come
+  // before its descendants': token_ids() is filled in node order on the way.
   std::stable_sort(order.begin(), order.end(), [&](TokenId a, TokenId b) {
     return trie.bytes_[static_cast<size_t>(a)] < trie.bytes_[static_cast<size_t>(b)];
   });
@@ -48,42 +49,18 @@ TokenTrie TokenTrie::from_tokenizer(const tokenizer::Tokenizer& tokenizer,
       Node node;
       node.byte = static_cast<uint8_t>(bytes[d]);
       node.depth = static_cast<uint16_t>(d + 1);
+      node.tokens_begin = static_cast<uint32_t>(trie.token_ids_.size());
       open.push_back(static_cast<uint32_t>(trie.nodes_.size()));
       trie.nodes_.push_back(node);
       path.push_back(bytes[d]);
     }
+    trie.token_ids_.push_back(id);
+    ++trie.nodes_[open.back()].tokens_count;
     trie.max_depth_ = std::max(trie.max_depth_, bytes.size());
   }
   while (!open.empty()) {
     trie.nodes_[open.back()].subtree_end = static_cast<uint32_t>(trie.nodes_.size());
     open.pop_back();
-  }
-  // Token lists per node, in node order.
-  std::vector<std::vector<TokenId>> at_node(trie.nodes_.size());
-  {
-    // Walk again to find each token's node: the sorted order visits nodes in preorder.
-    std::vector<uint32_t> stack = {0};
-    std::string current;
-    size_t next_node = 1;
-    for (const TokenId id : order) {
-      const std::string& bytes = trie.bytes_[static_cast<size_t>(id)];
-      size_t common = 0;
-      while (common < current.size() && common < bytes.size() && current[common] == bytes[common]) {
-        ++common;
-      }
-      stack.resize(common + 1);
-      current.resize(common);
-      for (size_t d = common; d < bytes.size(); ++d) {
-        stack.push_back(static_cast<uint32_t>(next_node++));
-        current.push_back(bytes[d]);
-      }
-      at_node[stack.back()].push_back(id);
-    }
-  }
-  for (size_t i = 0; i < trie.nodes_.size(); ++i) {
-    trie.nodes_[i].tokens_begin = static_cast<uint32_t>(trie.token_ids_.size());
-    trie.nodes_[i].tokens_count = static_cast<uint16_t>(at_node[i].size());
-    trie.token_ids_.insert(trie.token_ids_.end(), at_node[i].begin(), at_node[i].end());
   }
   // Parents, and the bytes below each node, children before parents (a child's index is
   // above its parent's).

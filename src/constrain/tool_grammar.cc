@@ -6,13 +6,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The error of an embedded schema, its JSON pointer put under the request field it came from.
-Status under_field(const Status& status, const std::string& field) {
-  ErrorWhere where = status.where();
-  where.field = field + (where.field == "/" ? "" : where.field);
-  return Status(status.code(), status.message(), where);
-}
-
 std::string envelope(const ToolCallFormat& format, const std::string& name) {
   return "{\"name\": \"" + name + "\", \"" + format.arguments_key + "\": ";
 }
@@ -41,8 +34,8 @@ Result<Grammar> compile_tool_grammar(const ToolCallFormat& format,
     Result<Symbol> arguments = f.parameters.is_null() ? add_any_json_object(b, options)
                                                       : add_json_schema(b, f.parameters, options);
     if (!arguments.ok()) {
-      return under_field(arguments.status(),
-                         "tools[" + std::to_string(i) + "].function.parameters");
+      return under_request_field(arguments.status(),
+                                 "tools[" + std::to_string(i) + "].function.parameters");
     }
     b.add_rule(call, {b.literal(envelope(format, f.name)), *arguments, b.literal("}")});
   }

@@ -67,13 +67,7 @@ Result<std::shared_ptr<constrain::TokenMasker>> OutputConstraints::for_format(
       auto result = cached("schema:" + format.schema.dump(), [&] {
         return constrain::compile_json_schema(format.schema, schema_options());
       });
-      if (!result.ok()) {
-        // The schema's JSON pointer, under the request field that carried the schema.
-        const Status s = result.status();
-        ErrorWhere where = s.where();
-        where.field = format.field + (where.field == "/" ? "" : where.field);
-        return Status(s.code(), s.message(), where);
-      }
+      if (!result.ok()) return constrain::under_request_field(result.status(), format.field);
       return result;
     }
     case Kind::kGrammar: {
