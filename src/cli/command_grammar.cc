@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// `synapse grammar bench --vocab VOCAB [--limit N] [--flexible] --json FILE_OR_DIR...`: the
-// MaskBench protocol over JSONL files of schemas with valid and invalid instances (a folder
-// means every .jsonl in it). Prints one JSON object with the counts and the time per mask and
-// per compile; a progress line on a terminal.
+// `synapse grammar bench --vocab VOCAB [--limit N] [--flexible] [--definition-order] --json
+// FILE_OR_DIR...`: the MaskBench protocol over JSONL files of schemas with valid and invalid
+// instances (a folder means every .jsonl in it). Prints one JSON object with the counts and the
+// time per mask and per compile; a progress line on a terminal.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +25,7 @@ struct BenchOptions {
   std::vector<std::string> inputs;
   size_t limit = 0;  // schemas per file; 0 = all
   bool flexible = false;
+  bool definition_order = false;
 };
 
 Result<std::vector<std::filesystem::path>> list_inputs(const std::vector<std::string>& inputs) {
@@ -75,8 +76,15 @@ int run_bench(const BenchOptions& o) {
       ++taken;
     }
   }
-  constrain::MaskBench bench(*tok, trie,
-                             constrain::JsonSchemaOptions{.flexible_whitespace = o.flexible});
+  // MaskBench's protocol is the schema's own semantics: keys in any order (its instances keep
+  // their authors' order).
+  constrain::MaskBench bench(
+      *tok, trie,
+      constrain::JsonSchemaOptions{
+          .flexible_whitespace = o.flexible,
+          .property_order = o.definition_order
+                                ? constrain::JsonSchemaOptions::PropertyOrder::kDefinition
+                                : constrain::JsonSchemaOptions::PropertyOrder::kAny});
   ProgressLine progress("grammar bench", records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     bench.run_record(records[i].second, records[i].first);
@@ -101,6 +109,8 @@ void add_grammar_command(CLI::App& app, int& exit_code) {
   bench->add_option("--json", o->inputs, "MaskBench .jsonl files or folders of them")->required();
   bench->add_option("--limit", o->limit, "at most N schemas from each file (0: all)");
   bench->add_flag("--flexible", o->flexible, "allow whitespace between JSON tokens");
+  bench->add_flag("--definition-order", o->definition_order,
+                  "declared properties only in `properties` order (as served), not in any order");
   bench->callback([o, &exit_code] { exit_code = run_bench(*o); });
 }
 

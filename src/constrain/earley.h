@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // An Earley parser over lexemes, kept as a stack of item sets so it can scan a lexeme, look
 // at what may follow, and pop back (the token masker does that inside its vocabulary walk;
-// rollback of generated tokens does it too).
+// rollback of generated tokens does it too). Bags (unordered lists, see Bag) are run natively:
+// a bag's items carry the set of members seen and how many came.
 #pragma once
 
 #include <cstdint>
@@ -34,13 +35,21 @@ class EarleyParser {
  private:
   struct Item {
     uint32_t rule;
+    // For a bag: 0 before its first member, 1 after a member, 2 after a separator.
     uint32_t dot;
-    uint32_t origin;  // index of the set the rule started in
+    uint32_t origin;     // index of the set the rule started in
+    uint32_t count = 0;  // bag: members so far (saturating at the minimum when unbounded)
+    uint64_t seen = 0;   // bag: its `once` members seen
   };
 
   void close_set(size_t set);  // prediction and completion until nothing changes
+  void predict(NonterminalId nonterminal, size_t set);
+  // Every item of set `origin` waiting for `lhs` moves past it.
+  void complete(NonterminalId lhs, uint32_t origin, size_t set);
   bool add_item(const Item& item);
-  Symbol next_symbol(const Item& item) const;
+  bool is_complete(const Item& item) const;
+  static bool bag_wants(const Item& item, const Bag& bag, const BagMember& member);
+  static Item bag_after(const Item& item, const Bag& bag, const BagMember& member);
 
   const Grammar& grammar_;
   std::vector<Item> items_;          // all sets, back to back
@@ -48,6 +57,7 @@ class EarleyParser {
   std::vector<uint32_t> expected_begin_;
   std::vector<LexemeId> expected_;  // per set, back to back
   std::vector<uint32_t> user_slot_;
+  size_t building_begin_ = 0;  // first item of the set being built
   // The items of the set being built, for deduplication.
   std::unordered_set<uint64_t> seen_;
   // (nonterminal, origin) pairs completed in the set being closed.

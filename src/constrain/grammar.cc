@@ -1,9 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "constrain/grammar.h"
 
+#include <bit>
 #include <sstream>
 
 namespace synapse::constrain {
+namespace {
+
+// Whether the bag can derive some text, given which nonterminals can.
+bool bag_productive(const Bag& bag, const std::vector<uint8_t>& productive) {
+  uint64_t productive_once = 0;
+  uint64_t once_count = 0;
+  bool repeatable = false;
+  for (const BagMember& m : bag.members) {
+    if (!productive[m.nonterminal]) continue;
+    if (m.once < 0) {
+      repeatable = true;
+    } else {
+      productive_once |= uint64_t{1} << m.once;
+      ++once_count;
+    }
+  }
+  if ((bag.required & ~productive_once) != 0) return false;
+  if (static_cast<uint32_t>(std::popcount(bag.required)) > bag.max_count) return false;
+  return bag.min_count <= bag.max_count && (repeatable || once_count >= bag.min_count);
+}
+
+}  // namespace
 
 Grammar::Grammar(Grammar&&) noexcept = default;
 Grammar& Grammar::operator=(Grammar&&) noexcept = default;
@@ -18,6 +41,21 @@ std::string Grammar::to_string() const {
   std::ostringstream out;
   for (const Rule& rule : rules_) {
     out << names_[rule.lhs] << " ::=";
+    if (rule.bag != Rule::kNoBag) {
+      const Bag& bag = bags_[rule.bag];
+      out << " bag(" << regexes_->to_string(lexemes_[bag.separator]) << ")";
+      for (const BagMember& m : bag.members) {
+        const bool required = m.once >= 0 && ((bag.required >> m.once) & 1) != 0;
+        out << " " << names_[m.nonterminal] << (m.once < 0 ? "*" : required ? "" : "?");
+      }
+      if (bag.min_count > 0 || bag.max_count != Bag::kUnbounded) {
+        out << " {" << bag.min_count << ","
+            << (bag.max_count == Bag::kUnbounded ? std::string() : std::to_string(bag.max_count))
+            << "}";
+      }
+      out << "\n";
+      continue;
+    }
     if (rule.rhs.empty()) out << " ε";
     for (const Symbol symbol : rule.rhs) {
       if (symbol.is_lexeme()) {
@@ -54,6 +92,17 @@ void GrammarBuilder::add_rule(NonterminalId lhs, std::vector<Symbol> rhs) {
   rules_.push_back(Rule{lhs, std::move(rhs)});
 }
 
+void GrammarBuilder::add_bag(NonterminalId lhs, Bag bag) {
+  SYN_CHECK(lhs < names_.size(), "bag for an unknown nonterminal");
+  for (const BagMember& m : bag.members) {
+    SYN_CHECK(m.nonterminal < names_.size() && m.once < 64, "bag member out of range");
+  }
+  SYN_CHECK(bag.separator < lexemes_.size(), "bag separator is not a lexeme of this grammar");
+  symbol_count_ += bag.members.size() + 2;
+  rules_.push_back(Rule{lhs, {}, static_cast<uint32_t>(bags_.size())});
+  bags_.push_back(std::move(bag));
+}
+
 NonterminalId GrammarBuilder::add_choice(std::string name,
                                          std::vector<std::vector<Symbol>> alternatives) {
   const NonterminalId id = add_nonterminal(std::move(name));
@@ -84,7 +133,7 @@ Result<Grammar> GrammarBuilder::build(NonterminalId start) && {
     changed = false;
     for (const Rule& rule : rules_) {
       if (productive[rule.lhs]) continue;
-      bool all = true;
+      bool all = rule.bag == Rule::kNoBag || bag_productive(bags_[rule.bag], productive);
       for (const Symbol s : rule.rhs) all = all && symbol_productive(s);
       if (all) {
         productive[rule.lhs] = 1;
@@ -102,6 +151,15 @@ Result<Grammar> GrammarBuilder::build(NonterminalId start) && {
   for (Rule& rule : rules_) {
     bool keep = productive[rule.lhs] != 0;
     for (const Symbol s : rule.rhs) keep = keep && symbol_productive(s);
+    if (rule.bag != Rule::kNoBag) {
+      Bag& bag = bags_[rule.bag];
+      keep = keep && bag_productive(bag, productive);
+      std::erase_if(bag.members, [&](const BagMember& m) { return !productive[m.nonterminal]; });
+      if (keep) {
+        rule.bag = static_cast<uint32_t>(grammar.bags_.size());
+        grammar.bags_.push_back(std::move(bag));
+      }
+    }
     if (keep) grammar.rules_.push_back(std::move(rule));
   }
   grammar.rule_begin_.assign(n + 1, 0);
@@ -119,10 +177,23 @@ Result<Grammar> GrammarBuilder::build(NonterminalId start) && {
     for (const Rule& rule : grammar.rules_) {
       if (grammar.nullable_[rule.lhs]) continue;
       bool all = true;
+      if (rule.bag != Rule::kNoBag) {
+        const Bag& bag = grammar.bags_[rule.bag];
+        all = bag.required == 0 && bag.min_count == 0;
+      }
       for (const Symbol s : rule.rhs) all = all && !s.is_lexeme() && grammar.nullable_[s.id()];
       if (all) {
         grammar.nullable_[rule.lhs] = 1;
         changed = true;
+      }
+    }
+  }
+  for (const Bag& bag : grammar.bags_) {
+    for (const BagMember& m : bag.members) {
+      if (grammar.nullable_[m.nonterminal]) {
+        return Status(ErrorCode::kInvalidGrammar,
+                      "a member of an unordered list derives the empty string: " +
+                          grammar.names_[m.nonterminal]);
       }
     }
   }

@@ -40,9 +40,28 @@ class Symbol {
   uint32_t value_;
 };
 
+// An unordered list: members joined by a separator, in any order, each `once` member at most
+// once. JSON object properties are one (the schema does not order keys, and writing every order
+// as rules would take one nonterminal per subset of the properties written). The parser runs
+// it natively: its items carry the set of `once` members seen and how many members came.
+struct BagMember {
+  NonterminalId nonterminal;  // never derives ""
+  int32_t once = -1;          // bit of the seen set (0..63); -1: may repeat
+};
+struct Bag {
+  std::vector<BagMember> members;
+  uint64_t required = 0;  // `once` bits that must be seen before the bag may end
+  LexemeId separator = 0;
+  uint32_t min_count = 0;
+  uint32_t max_count = UINT32_MAX;  // UINT32_MAX: unbounded
+  static constexpr uint32_t kUnbounded = UINT32_MAX;
+};
+
 struct Rule {
+  static constexpr uint32_t kNoBag = UINT32_MAX;
   NonterminalId lhs = 0;
-  std::vector<Symbol> rhs;  // empty: the rule derives ""
+  std::vector<Symbol> rhs;  // empty: the rule derives "" (unless it is a bag)
+  uint32_t bag = kNoBag;    // index into Grammar::bags(): the rule derives that bag
 };
 
 // A built grammar: immutable except for the regex builder's memo tables (see Matcher).
@@ -59,6 +78,7 @@ class Grammar {
   // Indices into rules() of the rules whose left side is `id`.
   std::span<const uint32_t> rules_of(NonterminalId id) const;
   bool derives_empty(NonterminalId id) const { return nullable_[id] != 0; }
+  const Bag& bag(uint32_t index) const { return bags_[index]; }
 
   size_t lexeme_count() const { return lexemes_.size(); }
   RegexId lexeme_regex(LexemeId id) const { return lexemes_[id]; }
@@ -76,6 +96,7 @@ class Grammar {
   std::vector<uint32_t> rule_index_;  // rule ids grouped by lhs
   std::vector<uint32_t> rule_begin_;  // per nonterminal, into rule_index_ (size n+1)
   std::vector<uint8_t> nullable_;
+  std::vector<Bag> bags_;
   std::vector<RegexId> lexemes_;
   std::unique_ptr<RegexBuilder> regexes_;
 };
@@ -97,6 +118,8 @@ class GrammarBuilder {
   void add_rule(NonterminalId lhs, std::vector<Symbol> rhs);
   // A new nonterminal with one rule per alternative.
   NonterminalId add_choice(std::string name, std::vector<std::vector<Symbol>> alternatives);
+  // `lhs` derives the bag (see Bag). Members must not derive "".
+  void add_bag(NonterminalId lhs, Bag bag);
 
   size_t rule_count() const { return rules_.size(); }
   size_t symbol_count() const { return symbol_count_; }
@@ -107,6 +130,7 @@ class GrammarBuilder {
  private:
   std::vector<std::string> names_;
   std::vector<Rule> rules_;
+  std::vector<Bag> bags_;
   std::vector<RegexId> lexemes_;
   std::unordered_map<RegexId, LexemeId> lexeme_of_regex_;
   size_t symbol_count_ = 0;

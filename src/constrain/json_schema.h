@@ -7,8 +7,9 @@
 // `unsupported_schema` that names its JSON pointer. Never silently dropped.
 //
 // The language: compact serialisations (nlohmann dump() / json.dumps with (",", ":")) of the
-// accepted instances whose declared properties come in `properties` order; keys that are not
-// declared (additional, pattern, required-but-undeclared) follow them. Enforced: type,
+// accepted instances whose declared properties come in `properties` order (or in any order,
+// JsonSchemaOptions::property_order); keys that are not declared (additional, pattern,
+// required-but-undeclared) follow them. Enforced: type,
 // enum/const, properties, required, additionalProperties, patternProperties, propertyNames,
 // min/maxProperties, dependencies/dependentRequired/dependentSchemas, items/prefixItems/
 // additionalItems, min/maxItems, contains (+minContains 0/1), min/maxLength, pattern, format,
@@ -37,6 +38,13 @@ struct JsonSchemaOptions {
   // one too: a leading blank is as harmless to a parser as one between tokens).
   bool flexible_whitespace = false;
   static constexpr uint32_t kMaxFlexibleWhitespace = 20;
+  // Declared properties in `properties` order (what OpenAI's structured outputs promise, and
+  // what lets a schema put "reasoning" before "answer"), or in any order with each at most
+  // once (the schema's own semantics: validators do not order keys; MaskBench's instances
+  // come in their authors' order). Objects with more than 64 declared keys, or with required
+  // keys that only patterns name, keep definition order.
+  enum class PropertyOrder { kDefinition, kAny };
+  PropertyOrder property_order = PropertyOrder::kDefinition;
   // Bounds: over any, the compile fails with schema_too_complex.
   std::chrono::milliseconds time_limit{2000};
   size_t max_rules = 200000;

@@ -2,10 +2,11 @@
 // Schema nodes to grammar rules. Each JSON token is one lexeme: a whole string (quotes and
 // all), a whole number, a literal, a key, a punctuation mark. Objects and arrays are rules.
 //
-// Objects: declared properties come in definition order, each optional one may be skipped,
-// then additional properties; the state is (next declared property, how many written so
-// far), which both places the commas and counts for min/maxProperties. Without a count bound
-// the count is only "none yet" or "some", the classic O(n) construction.
+// Objects in definition order: declared properties come in `properties` order, each optional
+// one may be skipped, then additional properties; the state is (next declared property, how
+// many written so far), which both places the commas and counts for min/maxProperties.
+// Without a count bound the count is only "none yet" or "some", the classic O(n)
+// construction. Objects in any order are one bag (grammar.h), which the parser runs natively.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -27,6 +28,8 @@ constexpr size_t kMaxWitnesses = 4;
 // patternProperties split the space of additional keys into 2^n regions (which patterns a key
 // matches); past this many patterns the split is refused as too complex.
 constexpr size_t kMaxPatternProperties = 6;
+// A bag's seen set is one 64-bit word; objects with more declared keys keep definition order.
+constexpr size_t kMaxBagProperties = 64;
 
 Status too_complex(const std::string& message) {
   return Status(ErrorCode::kSchemaTooComplex, message);
@@ -315,7 +318,14 @@ Result<Symbol> SchemaCompiler::emit_object(const ObjectNode& o) {
   for (const std::string& r : o.required) {
     if (std::find(names.begin(), names.end(), r) == names.end()) undeclared_required.push_back(r);
   }
-  if (witnesses.size() + undeclared_required.size() <= kMaxWitnesses) {
+  // In any order the object is a bag (see Bag): the parser tracks which declared keys came.
+  // Witnesses (keys found by pattern, from negated constraints) need the ordered states.
+  const bool unordered = options_.property_order == JsonSchemaOptions::PropertyOrder::kAny &&
+                         witnesses.empty() &&
+                         names.size() + undeclared_required.size() <= kMaxBagProperties;
+  if (unordered) {
+    names.insert(names.end(), undeclared_required.begin(), undeclared_required.end());
+  } else if (witnesses.size() + undeclared_required.size() <= kMaxWitnesses) {
     for (const std::string& r : undeclared_required) {
       SYN_ASSIGN_OR_RETURN(NodePtr schema, schema_for_key(o, r));
       if (schema->kind == NodeKind::kNothing) return Symbol::nonterminal(never());
@@ -435,6 +445,27 @@ Result<Symbol> SchemaCompiler::emit_object(const ObjectNode& o) {
   }
 
   const size_t n = entries.size();
+  if (unordered) {
+    // Each declared entry is a member at most once, the additional entry repeats.
+    Bag bag;
+    bag.separator = punct(",").id();
+    for (size_t i = 0; i < n; ++i) {
+      const NonterminalId member = gb_.add_nonterminal("property");
+      gb_.add_rule(member, entries[i].takes.at(0));
+      bag.members.push_back({member, static_cast<int32_t>(i)});
+      if (entries[i].required) bag.required |= uint64_t{1} << i;
+    }
+    if (const auto it = additional_entry.find(0); it != additional_entry.end()) {
+      bag.members.push_back({it->second.id(), -1});
+    }
+    bag.min_count = o.min_properties;
+    bag.max_count = o.max_properties == kUnbounded ? Bag::kUnbounded : o.max_properties;
+    const NonterminalId properties = gb_.add_nonterminal("object properties");
+    gb_.add_bag(properties, std::move(bag));
+    const NonterminalId object = gb_.add_nonterminal("object");
+    gb_.add_rule(object, {punct("{"), Symbol::nonterminal(properties), punct("}")});
+    return Symbol::nonterminal(object);
+  }
   const bool bounded = o.max_properties != kUnbounded;
   const size_t top = bounded ? o.max_properties : std::max<size_t>(1, o.min_properties);
   if (((n + 1) * (top + 1)) << k > options_.max_rules) {

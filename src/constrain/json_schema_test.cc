@@ -211,6 +211,49 @@ TEST(JsonSchema, PropertiesInEveryCombination) {
   }
 }
 
+// Every order of the present keys is decided the same way: required ones present, none twice,
+// additional ones anywhere, and the count bounds kept.
+TEST(JsonSchema, PropertiesInAnyOrderWhenAsked) {
+  const JsonSchemaOptions any{.property_order = JsonSchemaOptions::PropertyOrder::kAny};
+  const auto g = compile_ok(Json::parse(R"({"type":"object","properties":{
+      "a":{"type":"integer"},"b":{"type":"string"},"c":{"type":"boolean"}},
+      "required":["b","c"],"additionalProperties":{"type":"null"},"maxProperties":4})"),
+                            any);
+  ASSERT_TRUE(g);
+  const std::map<std::string, std::string> values = {
+      {"a", "1"}, {"b", "\"x\""}, {"c", "true"}, {"x", "null"}, {"y", "null"}};
+  for (int mask = 0; mask < 32; ++mask) {
+    std::vector<std::string> present;  // sorted, the first permutation
+    size_t bit = 0;
+    for (const auto& [key, value] : values) {
+      if ((mask >> bit++) & 1) present.push_back(key);
+    }
+    const bool want = (mask & 6) == 6 && present.size() <= 4;
+    do {
+      std::string text = "{";
+      for (size_t i = 0; i < present.size(); ++i) {
+        text += (i > 0 ? ",\"" : "\"") + present[i] + "\":" + values.at(present[i]);
+      }
+      text += "}";
+      EXPECT_EQ(grammar_accepts(g, text), want) << text;
+    } while (std::next_permutation(present.begin(), present.end()));
+  }
+  for (const char* text : {R"({"b":"x","c":true,"b":"y"})", R"({"c":true,"b":"x","a":1,"a":2})",
+                           R"({"c":true,"b":"x",})", R"({,"c":true,"b":"x"})",
+                           R"({"c":true,"b":1})", R"({"c":true,"b":"x","x":1})"}) {
+    EXPECT_FALSE(grammar_accepts(g, text)) << text;
+  }
+  // An empty object, a minimum, and the fallback for required keys that only patterns name.
+  const auto small = compile_ok(Json::parse(R"({"properties":{"a":{},"b":{}},"minProperties":1,
+      "additionalProperties":false})"),
+                                any);
+  ASSERT_TRUE(small);
+  EXPECT_FALSE(grammar_accepts(small, "{}"));
+  EXPECT_TRUE(grammar_accepts(small, R"({"b":1,"a":2})"));
+  EXPECT_TRUE(grammar_accepts(small, R"({"b":1})"));
+  EXPECT_TRUE(grammar_accepts(compile_ok(Json::parse(R"({"properties":{"a":{}}})"), any), "{}"));
+}
+
 TEST(JsonSchema, AdditionalProperties) {
   const Json schema = Json::parse(R"({"type":"object","properties":{"a":{"type":"integer"}},
       "additionalProperties":{"type":"string"}})");

@@ -39,6 +39,10 @@ class Lexer {
     return states_[state].alive;
   }
 
+  // The state in which only `lexeme` is alive, with `regex` left to match (a part of a state
+  // with several, for masks merged from their parts).
+  LexerStateId part_state(LexemeId lexeme, RegexId regex) { return intern({{lexeme, regex}}); }
+
   size_t state_count() const { return states_.size(); }
   // A state with the same decisions as `state` on every text of at most h bytes, its counted
   // repeats widened (RegexBuilder::horizon); `state` itself when nothing changes.

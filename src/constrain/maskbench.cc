@@ -137,6 +137,7 @@ void MaskBench::run_record(const Json& record, const std::string& category_name)
   walked_ += masker.stats().walked;
   shared_hits_ += masker.stats().shared_hits;
   unshareable_ += masker.stats().unshareable;
+  merged_ += masker.stats().merged;
   if (schema_passes) {
     count(&MaskBenchCounts::passing);
   } else if (failures_.size() < 50) {
@@ -171,8 +172,10 @@ Json MaskBench::report() const {
     }
     return list;
   };
-  out["lexer_states"] =
-      Json{{"walked", walked_}, {"shared_hits", shared_hits_}, {"unshareable", unshareable_}};
+  out["lexer_states"] = Json{{"walked", walked_},
+                             {"shared_hits", shared_hits_},
+                             {"unshareable", unshareable_},
+                             {"merged", merged_}};
   out["slowest_ttfm"] = slowest(slowest_ttfm_);
   out["slowest_mask"] = slowest(slowest_mask_);
   return out;

@@ -66,7 +66,7 @@ class MaskBench {
   std::vector<std::pair<double, std::string>> slowest_ttfm_;
   std::vector<std::pair<double, std::string>> slowest_mask_;
   double record_max_mask_us_ = 0;
-  uint64_t walked_ = 0, shared_hits_ = 0, unshareable_ = 0;  // lexer states' masks
+  uint64_t walked_ = 0, shared_hits_ = 0, unshareable_ = 0, merged_ = 0;  // lexer states' masks
 };
 
 }  // namespace synapse::constrain

@@ -1,7 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "constrain/state_mask_cache.h"
 
+#include <bit>
+
 namespace synapse::constrain {
+
+void SharedStateMasks::find_few() {
+  size_t count = 0;
+  for (const uint64_t w : within) count += static_cast<size_t>(std::popcount(w));
+  few.clear();
+  sparse = count <= kFew;
+  if (!sparse) return;
+  for (size_t i = 0; i < within.size(); ++i) {
+    for (uint64_t w = within[i]; w != 0; w &= w - 1) {
+      few.push_back(static_cast<uint32_t>(i * 64 + static_cast<size_t>(std::countr_zero(w))));
+    }
+  }
+}
 
 size_t StateMaskCache::KeyHash::operator()(const Key& key) const {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ key.size();

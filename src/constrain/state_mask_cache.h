@@ -26,6 +26,12 @@ struct SharedMaskGroup {
 struct SharedStateMasks {
   std::vector<uint64_t> within;  // tokens that stay inside the current lexeme
   std::vector<SharedMaskGroup> groups;
+  // The tokens of `within` when they are few (a key's literal allows a handful): masks merged
+  // from several states set these bits instead of reading a whole bitmask.
+  bool sparse = false;
+  std::vector<uint32_t> few;
+  static constexpr size_t kFew = 256;
+  void find_few();  // fills `few` from `within` when there are at most kFew
 };
 
 class StateMaskCache {

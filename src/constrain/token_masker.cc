@@ -158,7 +158,10 @@ const TokenMasker::StateMasks& TokenMasker::walked_masks(
       computed->groups.push_back(
           SharedMaskGroup{g.id, trie_->path(trie_->parent(g.nodes.front())), g.nodes});
     }
+    computed->find_few();
     trie_->shared_masks().insert(key, computed);
+  } else {
+    computed->find_few();
   }
   masks.shared = std::move(computed);
   return cache.emplace(state, std::move(masks)).first->second;
@@ -175,6 +178,12 @@ const std::vector<uint32_t>& TokenMasker::root_children() {
 const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
   const auto found = cache_.find(state);
   if (found != cache_.end()) return found->second;
+  if (lexer_->alive(state).size() > 1) {
+    if (std::optional<StateMasks> merged = merged_masks(state)) {
+      ++stats_.merged;
+      return cache_.emplace(state, std::move(*merged)).first->second;
+    }
+  }
   // A state inside a long counted repeat (a string with maxLength 500, 3 characters in) differs
   // from its neighbours only beyond kShallowDepth bytes: the walk to that depth is shared by all
   // of them (a widened state, Lexer::horizon_state), and only the few deeper tokens are walked
@@ -194,9 +203,53 @@ const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
       },
       WalkDepths{.record_below = kShallowDepth});
   masks.groups.insert(masks.groups.end(), deep.begin(), deep.end());
+  combined->find_few();
   masks.shared = std::move(combined);
   ++stats_.widened;
   return cache_.emplace(state, std::move(masks)).first->second;
+}
+
+std::optional<TokenMasker::StateMasks> TokenMasker::merged_masks(LexerStateId state) {
+  // A copy: the lexer's states move as parts are interned.
+  const std::span<const std::pair<LexemeId, RegexId>> alive = lexer_->alive(state);
+  const std::vector<std::pair<LexemeId, RegexId>> parts(alive.begin(), alive.end());
+  auto merged = std::make_shared<SharedStateMasks>();
+  merged->within.assign(mask_words(), 0);
+  StateMasks out;
+  for (const auto& [lexeme, regex] : parts) {
+    const StateMasks& alone = state_masks(lexer_->part_state(lexeme, regex));
+    for (const Group& group : alone.groups) {
+      if (!ends_alone(state, lexeme, group)) return std::nullopt;
+    }
+    const SharedStateMasks& part = *alone.shared;
+    if (part.sparse) {
+      for (const uint32_t t : part.few) merged->within[t >> 6] |= uint64_t{1} << (t & 63);
+    } else {
+      for (size_t w = 0; w < merged->within.size(); ++w) merged->within[w] |= part.within[w];
+    }
+    out.groups.insert(out.groups.end(), alone.groups.begin(), alone.groups.end());
+  }
+  merged->find_few();
+  out.shared = std::move(merged);
+  return out;
+}
+
+bool TokenMasker::ends_alone(LexerStateId state, LexemeId lexeme, const Group& group) {
+  const std::span<const TokenTrie::Node> nodes = trie_->nodes();
+  uint32_t last_parent = UINT32_MAX;
+  LexerStateId here = kDeadLexerState;
+  for (const uint32_t node : group.nodes) {
+    const uint32_t parent = trie_->parent(node);
+    if (parent != last_parent) {
+      last_parent = parent;
+      here = state;
+      for (const char c : trie_->path(parent)) here = lexer_->next(here, static_cast<uint8_t>(c));
+      const std::span<const LexemeId> accepted = lexer_->accepted(here);
+      if (accepted.size() != 1 || accepted[0] != lexeme) return false;
+    }
+    if (lexer_->next(here, nodes[node].byte) != kDeadLexerState) return false;
+  }
+  return true;
 }
 
 const TokenMasker::AfterMasks& TokenMasker::after_masks(const Group& group, LexerStateId start) {

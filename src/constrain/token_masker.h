@@ -11,6 +11,10 @@
 //   - where a lexeme ends inside a token, the tokens that then stay inside the next lexeme
 //     depend only on where (the group of trie subtrees) and on the next lexer state: cached
 //     per (group, state);
+//   - where several lexemes are alive whose ends never compete on a token (the keys an object
+//     may take next, each a quoted literal), what they allow together is what each allows
+//     alone: the state's masks are merged from the single-lexeme states' cached ones, so the
+//     many subsets of keys an unordered object passes through cost no walk each;
 //   - so a mask is a copy of a bitmask, one parser scan per group (undone after), and the
 //     cached token lists of what follows.
 //
@@ -21,6 +25,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +60,7 @@ class TokenMasker {
     uint64_t shared_hits = 0;
     uint64_t unshareable = 0;
     uint64_t widened = 0;  // walked only below kShallowDepth, the rest from a widened state
+    uint64_t merged = 0;   // merged from the states of their lexemes alone
   };
   const Stats& stats() const { return stats_; }
   static constexpr size_t kMaxCachedStates = 2048;
@@ -86,6 +92,13 @@ class TokenMasker {
   };
 
   const StateMasks& state_masks(LexerStateId state);
+  // The masks of `state` merged from those of each alive lexeme alone; nullopt when some token
+  // ends one lexeme where another is still alive (or accepts too), where greedy lexing makes
+  // the state more than the sum of its parts.
+  std::optional<StateMasks> merged_masks(LexerStateId state);
+  // Every node of `group` (walked from the state of `lexeme` alone) ends only `lexeme` when
+  // walked from `state`: nothing else accepts there or goes on with the node's byte.
+  bool ends_alone(LexerStateId state, LexemeId lexeme, const Group& group);
   const StateMasks& walked_masks(LexerStateId state, uint32_t deepest,
                                  std::unordered_map<LexerStateId, StateMasks>& cache);
   const std::vector<uint32_t>& root_children();

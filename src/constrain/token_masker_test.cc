@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "constrain/json_schema.h"
 #include "format/gguf/gguf_file.h"
 #include "tests/support/test_support.h"
 
@@ -59,48 +60,72 @@ std::shared_ptr<const TokenTrie> llama3_trie(const std::string& path) {
 bool bit(std::span<const uint64_t> mask, size_t t) { return (mask[t >> 6] >> (t & 63)) & 1; }
 
 // The mask must allow exactly the tokens whose bytes the matcher accepts, at every state along
-// a text; checked against feeding each token's bytes and rolling back. Each position checks a
-// quarter of the vocabulary (rotating), the tokens that touch the grammar's punctuation always.
-TEST(TokenMasker, EqualsFeedingEveryTokenAlongATextOnLlama3) {
-  SYN_REQUIRE_FIXTURE(vocab, "tokenizer/vocab/llama3-vocab.gguf");
-  const auto trie = llama3_trie(vocab);
-  TokenMasker masker(lists_of_strings_and_numbers(), trie);
+// `text`; checked against feeding each token's bytes and rolling back. Each position checks a
+// quarter of the vocabulary (rotating), the tokens that touch `punctuation` always. `at_end`
+// runs before the last byte is fed.
+template <typename AtEnd>
+void expect_masks_equal_feeding(TokenMasker& masker, const std::string& text,
+                                const char* punctuation, AtEnd at_end) {
+  const TokenTrie& trie = masker.trie();
   Matcher m = masker.new_matcher();
-  const std::string text =
-      R"(["a b",12,#"abcdefghijklmnopqrstuvwxyz0123",[],["x\"y",[7,"\\"]],"",#"")"
-      "]";
   std::vector<uint64_t> mask(masker.mask_words());
   for (size_t pos = 0; pos <= text.size(); ++pos) {
     std::fill(mask.begin(), mask.end(), 0);
     masker.compute_mask(m, mask);
     size_t allowed = 0;
-    for (size_t t = 0; t < trie->vocab_size(); ++t) {
-      const std::string& text_of_t = trie->token_bytes(static_cast<TokenId>(t));
-      const bool punctuation = text_of_t.find_first_of("\"[],\\") != std::string::npos;
-      const bool end = t == static_cast<size_t>(trie->end_tokens()[0]);
-      if (t % 4 != pos % 4 && !punctuation && !end) continue;
+    for (size_t t = 0; t < trie.vocab_size(); ++t) {
+      const std::string& text_of_t = trie.token_bytes(static_cast<TokenId>(t));
+      const bool touches = text_of_t.find_first_of(punctuation) != std::string::npos;
+      const bool end = t == static_cast<size_t>(trie.end_tokens()[0]);
+      if (t % 4 != pos % 4 && !touches && !end) continue;
       bool expected = false;
-      if (trie->in_trie(static_cast<TokenId>(t))) {
-        const std::string& bytes = trie->token_bytes(static_cast<TokenId>(t));
+      if (trie.in_trie(static_cast<TokenId>(t))) {
+        const std::string& bytes = trie.token_bytes(static_cast<TokenId>(t));
         expected = m.consume_bytes(bytes);
         if (expected) m.rollback_bytes(bytes.size());
       }
-      if (t == static_cast<size_t>(trie->end_tokens()[0])) expected = m.accepts_end();
+      if (end) expected = m.accepts_end();
       ASSERT_EQ(bit(mask, t), expected)
-          << "token " << t << " '" << trie->token_bytes(static_cast<TokenId>(t)) << "' after '"
+          << "token " << t << " '" << trie.token_bytes(static_cast<TokenId>(t)) << "' after '"
           << text.substr(0, pos) << "'";
       allowed += expected ? 1 : 0;
     }
     EXPECT_GT(allowed, 0u) << "nothing allowed after '" << text.substr(0, pos) << "'";
-    if (pos + 1 == text.size()) {
-      // The counted string's states went through the widened walk (the path under test).
-      EXPECT_GT(masker.stats().widened, 0u);
-    }
+    if (pos + 1 == text.size()) at_end();
     if (pos < text.size()) {
       ASSERT_TRUE(m.consume_bytes(text.substr(pos, 1)));
     }
   }
   EXPECT_TRUE(m.accepts_end());
+}
+
+TEST(TokenMasker, EqualsFeedingEveryTokenAlongATextOnLlama3) {
+  SYN_REQUIRE_FIXTURE(vocab, "tokenizer/vocab/llama3-vocab.gguf");
+  TokenMasker masker(lists_of_strings_and_numbers(), llama3_trie(vocab));
+  expect_masks_equal_feeding(
+      masker, R"(["a b",12,#"abcdefghijklmnopqrstuvwxyz0123",[],["x\"y",[7,"\\"]],"",#""])",
+      "\"[],\\", [&] {
+        // The counted string's states went through the widened walk (the path under test).
+        EXPECT_GT(masker.stats().widened, 0u);
+      });
+}
+
+// An object whose keys come in any order: where several keys may come next (and additional
+// keys, which exclude the declared ones), the masks are merged from each key's own; they must
+// still equal feeding every token.
+TEST(TokenMasker, MergedKeyMasksEqualFeedingEveryToken) {
+  SYN_REQUIRE_FIXTURE(vocab, "tokenizer/vocab/llama3-vocab.gguf");
+  auto grammar = compile_json_schema(
+      nlohmann::ordered_json::parse(R"({"type":"object","properties":{
+          "id":{"type":"string"},"idx":{"type":"integer"},"name":{"type":"string"},
+          "tags":{"type":"array","items":{"type":"string"}}},
+          "required":["name"],"additionalProperties":{"type":"integer"}})"),
+      JsonSchemaOptions{.property_order = JsonSchemaOptions::PropertyOrder::kAny});
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  TokenMasker masker(std::make_shared<const Grammar>(std::move(grammar).value()),
+                     llama3_trie(vocab));
+  expect_masks_equal_feeding(masker, R"({"tags":["x"],"idx":3,"zz":1,"id":"q","name":"n"})",
+                             "\"{}[],:", [&] { EXPECT_GT(masker.stats().merged, 0u); });
 }
 
 TEST(TokenMasker, ConsumeTokenFollowsTheMask) {
