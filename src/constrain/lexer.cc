@@ -43,6 +43,7 @@ LexerStateId Lexer::compute_next(LexerStateId state, uint8_t byte) {
     // inside such a lexeme is possible, a wrong refusal never.
     if (!rx.is_nothing(derived) && !rx.is_empty_language(derived, kEmptinessBudget)) {
       alive.emplace_back(lexeme, derived);
+      if (!rx.emptiness_known(derived)) states_[state].inexact = true;
     }
   }
   const LexerStateId next = intern(std::move(alive));

@@ -44,6 +44,10 @@ class Lexer {
   LexerStateId part_state(LexemeId lexeme, RegexId regex) { return intern({{lexeme, regex}}); }
 
   size_t state_count() const { return states_.size(); }
+  // Some transition out of `state` kept a lexeme alive without knowing it can still match
+  // (emptiness unknown within kEmptinessBudget): walks through it are this grammar's, not the
+  // language's, and must not be shared with other grammars.
+  bool inexact(LexerStateId state) const { return states_[state].inexact; }
   // A state with the same decisions as `state` on every text of at most h bytes, its counted
   // repeats widened (RegexBuilder::horizon); `state` itself when nothing changes.
   LexerStateId horizon_state(LexerStateId state, uint32_t h);
@@ -54,6 +58,7 @@ class Lexer {
   struct State {
     std::vector<std::pair<LexemeId, RegexId>> alive;  // sorted by lexeme
     std::vector<LexemeId> accepted;
+    bool inexact = false;
   };
   struct VectorHash {
     size_t operator()(const std::vector<uint32_t>& v) const;

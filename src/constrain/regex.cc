@@ -805,6 +805,9 @@ std::array<uint64_t, 2> RegexBuilder::structural_hash(RegexId r) const {
   return impl_->structural[r];
 }
 RegexId RegexBuilder::derive(RegexId r, uint8_t b) { return impl_->derive(r, b); }
+bool RegexBuilder::emptiness_known(RegexId r) const {
+  return !impl_->term(r).has_boolean || impl_->term(r).empty >= 0;
+}
 bool RegexBuilder::is_empty_language(RegexId r, size_t budget) {
   return impl_->is_empty_language(r, budget);
 }

@@ -84,6 +84,9 @@ class RegexBuilder {
   // complement; otherwise explores derivatives up to `budget` states and answers false (not
   // empty) when the budget runs out, so a dead end is possible but never a wrong refusal.
   bool is_empty_language(RegexId r, size_t budget = 2000);
+  // is_empty_language(r) has been decided exactly (always, without intersection or complement;
+  // otherwise once an exploration finished or found a match).
+  bool emptiness_known(RegexId r) const;
 
   // r with its counted repeats widened where no text of at most h bytes can tell the
   // difference (a bound of h or more becomes unbounded): the same decisions on every such

@@ -48,6 +48,7 @@ std::vector<TokenMasker::Group> TokenMasker::walk_lexer(std::span<const uint32_t
       const size_t level = node.depth - base + 1u;
       const LexerStateId before = walk_states_[level - 1];
       const LexerStateId next = lexer_->next(before, node.byte);
+      walk_inexact_ = walk_inexact_ || lexer_->inexact(before);
       if (next == kDeadLexerState) {
         if (record && lexer_->accepting(before)) boundaries.emplace_back(before, i);
         i = node.subtree_end;
@@ -110,7 +111,6 @@ StateMaskCache::Key TokenMasker::shared_key(LexerStateId state) const {
   std::vector<std::array<uint64_t, 2>> hashes;
   const RegexBuilder& rx = grammar_->regexes();
   for (const auto& [lexeme, regex] : lexer_->alive(state)) {
-    if (rx.has_boolean(regex)) return {};
     hashes.push_back(rx.structural_hash(regex));
   }
   std::sort(hashes.begin(), hashes.end());
@@ -143,8 +143,8 @@ const TokenMasker::StateMasks& TokenMasker::walked_masks(
     }
   }
   ++stats_.walked;
-  if (key.empty()) ++stats_.unshareable;
   auto computed = std::make_shared<SharedStateMasks>();
+  walk_inexact_ = false;
   computed->within.assign(mask_words(), 0);
   masks.groups = walk_lexer(
       root_children(), state,
@@ -153,7 +153,10 @@ const TokenMasker::StateMasks& TokenMasker::walked_masks(
         computed->within[bit >> 6] |= uint64_t{1} << (bit & 63);
       },
       WalkDepths{.deepest = deepest});
-  if (!key.empty()) {
+  // A walk that met an inexact transition is this grammar's approximation, not the language:
+  // another grammar's lexer may decide those transitions differently.
+  if (walk_inexact_) ++stats_.unshareable;
+  if (!key.empty() && !walk_inexact_) {
     for (const Group& g : masks.groups) {
       computed->groups.push_back(
           SharedMaskGroup{g.id, trie_->path(trie_->parent(g.nodes.front())), g.nodes});

@@ -54,7 +54,7 @@ class TokenMasker {
 
   size_t cached_states() const { return cache_.size(); }
   // How lexer states got their masks: walked here, found in the vocabulary's shared cache,
-  // or walked and not shareable (intersection or complement in their regexes).
+  // or walked and not shareable (the walk met a transition the lexer decided inexactly).
   struct Stats {
     uint64_t walked = 0;
     uint64_t shared_hits = 0;
@@ -102,7 +102,7 @@ class TokenMasker {
   const StateMasks& walked_masks(LexerStateId state, uint32_t deepest,
                                  std::unordered_map<LexerStateId, StateMasks>& cache);
   const std::vector<uint32_t>& root_children();
-  // The key of `state` in the vocabulary's shared cache; empty when it must not be shared.
+  // The key of `state` in the vocabulary's shared cache.
   StateMaskCache::Key shared_key(LexerStateId state) const;
   const AfterMasks& after_masks(const Group& group, LexerStateId start);
   // Walks the subtrees of `roots` (whose bytes follow lexer state `parent`) with the lexer
@@ -132,7 +132,8 @@ class TokenMasker {
   std::vector<uint32_t> root_children_;
   std::unordered_map<uint64_t, AfterMasks> after_cache_;  // key: group id << 32 | start
   std::vector<LexerStateId> walk_states_;                 // scratch of walk_lexer, per trie depth
-  std::vector<std::array<uint64_t, 4>> self_loops_;       // per lexer state, once known
+  bool walk_inexact_ = false;  // walk_lexer met a state with an inexact transition
+  std::vector<std::array<uint64_t, 4>> self_loops_;  // per lexer state, once known
   std::vector<uint8_t> self_loops_known_;
   Stats stats_;
 };
