@@ -56,13 +56,17 @@ std::vector<TokenMasker::Group> TokenMasker::walk_lexer(std::span<const uint32_t
       }
       walk_states_[level] = next;
       // A large subtree whose bytes all loop back to `next` is allowed whole: no lexeme ends
-      // in it and no state changes, so its tokens are taken as one run.
+      // in it and no state changes, so its tokens are taken as one run. So is one made only
+      // of plain text when `next` keeps every plain text alive.
       if (record && node.subtree_end - i >= kWholeSubtreeMin &&
           trie_->height(i) <= depths.deepest) {
         const std::array<uint64_t, 4>& below = trie_->bytes_below(i);
         const std::array<uint64_t, 4>& loops = self_loops(next);
-        if ((below[0] & ~loops[0]) == 0 && (below[1] & ~loops[1]) == 0 &&
-            (below[2] & ~loops[2]) == 0 && (below[3] & ~loops[3]) == 0) {
+        if (((below[0] & ~loops[0]) == 0 && (below[1] & ~loops[1]) == 0 &&
+             (below[2] & ~loops[2]) == 0 && (below[3] & ~loops[3]) == 0) ||
+            ((trie_->plain_text_below(i) & (1u << PlainText::kBoundary)) != 0 &&
+             keeps_plain_text_alive(next))) {
+          ++stats_.plain_text_subtrees;
           const uint32_t end_token = trie_->subtree_tokens_end(i);
           for (uint32_t k = node.tokens_begin; k < end_token; ++k) on_token(trie_->token_ids()[k]);
           i = node.subtree_end;
@@ -104,6 +108,38 @@ const std::array<uint64_t, 4>& TokenMasker::self_loops(LexerStateId state) {
     self_loops_known_[state] = 1;
   }
   return self_loops_[state];
+}
+
+bool TokenMasker::keeps_plain_text_alive(LexerStateId state) {
+  if (state >= plain_text_alive_.size()) plain_text_alive_.resize(state + 1, -1);
+  if (plain_text_alive_[state] >= 0) return plain_text_alive_[state] != 0;
+  std::vector<std::pair<int, LexerStateId>> pairs = {{PlainText::kBoundary, state}};
+  bool alive = true;
+  for (size_t i = 0; i < pairs.size() && alive; ++i) {
+    const auto [text, here] = pairs[i];
+    for (unsigned b = 0; b < 256 && alive; ++b) {
+      const int text_next = PlainText::next(text, static_cast<uint8_t>(b));
+      if (text_next < 0) continue;
+      const LexerStateId next = lexer_->next(here, static_cast<uint8_t>(b));
+      // Dead, or alive only because the lexer could not decide: the shortcut would allow what
+      // a walk might not.
+      if (next == kDeadLexerState || lexer_->inexact(here)) {
+        alive = false;
+        break;
+      }
+      const std::pair<int, LexerStateId> pair{text_next, next};
+      if (std::find(pairs.begin(), pairs.end(), pair) == pairs.end()) {
+        if (pairs.size() == kMaxPlainTextPairs) {
+          alive = false;
+          break;
+        }
+        pairs.push_back(pair);
+      }
+    }
+  }
+  if (state >= plain_text_alive_.size()) plain_text_alive_.resize(state + 1, -1);
+  plain_text_alive_[state] = alive ? 1 : 0;
+  return alive;
 }
 
 StateMaskCache::Key TokenMasker::shared_key(LexerStateId state) const {

@@ -61,6 +61,7 @@ class TokenMasker {
     uint64_t unshareable = 0;
     uint64_t widened = 0;  // walked only below kShallowDepth, the rest from a widened state
     uint64_t merged = 0;   // merged from the states of their lexemes alone
+    uint64_t plain_text_subtrees = 0;  // trie subtrees taken whole as plain text
   };
   const Stats& stats() const { return stats_; }
   static constexpr size_t kMaxCachedStates = 2048;
@@ -122,6 +123,12 @@ class TokenMasker {
   // all), so a trie subtree made only of those bytes is allowed whole without walking it.
   const std::array<uint64_t, 4>& self_loops(LexerStateId state);
   LexerStateId start_after_scan(EarleyParser& parser);
+  // `state` stays alive, exactly decided, on every PlainText text read from its boundary (the
+  // body of a JSON string): a trie subtree of such text below it is allowed whole. Explores
+  // pairs (PlainText state, lexer state); false past kMaxPlainTextPairs of them (a counted
+  // repeat never comes back to the same state).
+  bool keeps_plain_text_alive(LexerStateId state);
+  static constexpr size_t kMaxPlainTextPairs = 64;
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
@@ -135,6 +142,7 @@ class TokenMasker {
   bool walk_inexact_ = false;  // walk_lexer met a state with an inexact transition
   std::vector<std::array<uint64_t, 4>> self_loops_;  // per lexer state, once known
   std::vector<uint8_t> self_loops_known_;
+  std::vector<int8_t> plain_text_alive_;  // per lexer state: -1 unknown, else the answer
   Stats stats_;
 };
 

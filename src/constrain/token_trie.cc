@@ -79,10 +79,57 @@ TokenTrie TokenTrie::from_tokenizer(const tokenizer::Tokenizer& tokenizer,
       for (size_t w = 0; w < 4; ++w) below[w] |= trie.below_[c][w];
     }
   }
+  // Which PlainText states every path below a node stays in, children first as above.
+  trie.plain_below_.assign(trie.nodes_.size(), 0);
+  for (size_t i = trie.nodes_.size(); i-- > 0;) {
+    uint8_t states = 0xff;
+    for (uint32_t c = static_cast<uint32_t>(i) + 1; c < trie.nodes_[i].subtree_end;
+         c = trie.nodes_[c].subtree_end) {
+      for (int u = 0; u < PlainText::kStates; ++u) {
+        const int v = PlainText::next(u, trie.nodes_[c].byte);
+        if (v < 0 || ((trie.plain_below_[c] >> v) & 1) == 0) {
+          states &= static_cast<uint8_t>(~(1u << u));
+        }
+      }
+    }
+    trie.plain_below_[i] = states;
+  }
   std::sort(end_tokens.begin(), end_tokens.end());
   end_tokens.erase(std::unique(end_tokens.begin(), end_tokens.end()), end_tokens.end());
   trie.end_tokens_ = std::move(end_tokens);
   return trie;
+}
+
+int PlainText::next(int state, uint8_t byte) {
+  // States: 0 between characters; 1, 2, 3 continuation bytes left (any of 80-BF); 4 after E0
+  // (A0-BF), 5 after ED (80-9F, no surrogates), 6 after F0 (90-BF), 7 after F4 (80-8F).
+  const bool continuation = byte >= 0x80 && byte <= 0xbf;
+  switch (state) {
+    case 0:
+      if (byte >= 0x20 && byte < 0x80) return byte == '"' || byte == '\\' ? -1 : 0;
+      if (byte >= 0xc2 && byte <= 0xdf) return 1;
+      if (byte == 0xe0) return 4;
+      if (byte == 0xed) return 5;
+      if (byte >= 0xe1 && byte <= 0xef) return 2;
+      if (byte == 0xf0) return 6;
+      if (byte >= 0xf1 && byte <= 0xf3) return 3;
+      if (byte == 0xf4) return 7;
+      return -1;
+    case 1:
+    case 2:
+    case 3:
+      return continuation ? state - 1 : -1;
+    case 4:
+      return byte >= 0xa0 && byte <= 0xbf ? 1 : -1;
+    case 5:
+      return byte >= 0x80 && byte <= 0x9f ? 1 : -1;
+    case 6:
+      return byte >= 0x90 && byte <= 0xbf ? 2 : -1;
+    case 7:
+      return byte >= 0x80 && byte <= 0x8f ? 2 : -1;
+    default:
+      return -1;
+  }
 }
 
 std::string TokenTrie::path(uint32_t node) const {

@@ -18,6 +18,18 @@ namespace synapse::constrain {
 
 using tokenizer::TokenId;
 
+// Text as most of a vocabulary writes it inside a JSON string: well-formed UTF-8 (RFC 3629)
+// without `"`, `\` or control characters, read by an 8-state automaton (kBoundary between
+// characters, the others inside a multi-byte one). Where a lexer state stays alive on every
+// such text (a JSON string's body), the masker takes a trie subtree whole when every path below
+// it is such text, instead of walking the tens of thousands of non-ASCII tokens one by one.
+struct PlainText {
+  static constexpr int kStates = 8;
+  static constexpr int kBoundary = 0;
+  // The state after `byte`, or -1 when the byte cannot come there.
+  static int next(int state, uint8_t byte);
+};
+
 class TokenTrie {
  public:
   struct Node {
@@ -51,6 +63,9 @@ class TokenTrie {
   StateMaskCache& shared_masks() const { return *shared_masks_; }
   // The bytes on the edges strictly below `node` (a 256-bit set).
   const std::array<uint64_t, 4>& bytes_below(uint32_t node) const { return below_[node]; }
+  // Bit u is set when every path strictly below `node`, read from PlainText state u, stays
+  // plain text (see PlainText).
+  uint8_t plain_text_below(uint32_t node) const { return plain_below_[node]; }
   // The tokens of `node`'s whole subtree, itself included: token_ids()[begin, end).
   uint32_t subtree_tokens_end(uint32_t node) const {
     const uint32_t end = nodes_[node].subtree_end;
@@ -69,6 +84,7 @@ class TokenTrie {
   std::vector<std::array<uint64_t, 4>> below_;
   std::vector<uint32_t> parent_;
   std::vector<uint16_t> height_;
+  std::vector<uint8_t> plain_below_;
   std::shared_ptr<StateMaskCache> shared_masks_ = std::make_shared<StateMaskCache>();
 };
 
