@@ -805,6 +805,53 @@ std::array<uint64_t, 2> RegexBuilder::structural_hash(RegexId r) const {
   return impl_->structural[r];
 }
 RegexId RegexBuilder::derive(RegexId r, uint8_t b) { return impl_->derive(r, b); }
+std::optional<std::pair<RegexId, RegexId>> RegexBuilder::split_complement(RegexId r) {
+  const auto& terms = impl_->terms;
+  if (terms[r].kind != Kind::kAnd) return std::nullopt;
+  std::vector<RegexId> rest;
+  std::optional<RegexId> excluded;
+  for (const RegexId k : impl_->kids(terms[r])) {
+    if (terms[k].kind == Kind::kNot && !excluded) {
+      excluded = terms[k].a;
+    } else if (terms[k].kind == Kind::kNot) {
+      return std::nullopt;
+    } else {
+      rest.push_back(k);
+    }
+  }
+  if (!excluded) return std::nullopt;
+  return std::pair<RegexId, RegexId>{impl_->intersect(rest), *excluded};
+}
+
+std::optional<std::vector<std::string>> RegexBuilder::finite_strings(RegexId r, size_t max_count,
+                                                                     size_t max_length) {
+  if (impl_->terms[r].has_boolean) return std::nullopt;
+  std::vector<std::string> out;
+  std::string prefix;
+  // Depth first; a derivative that is not ∅ always matches something (no booleans).
+  std::vector<std::pair<RegexId, unsigned>> stack = {{r, 0}};
+  if (impl_->terms[r].nullable) out.emplace_back();
+  while (!stack.empty()) {
+    auto& [s, next_byte] = stack.back();
+    if (next_byte == 256) {
+      stack.pop_back();
+      if (!prefix.empty()) prefix.pop_back();
+      continue;
+    }
+    const auto b = static_cast<uint8_t>(next_byte++);
+    const RegexId d = impl_->derive(s, b);
+    if (d == kNothingId) continue;
+    if (prefix.size() == max_length) return std::nullopt;
+    prefix.push_back(static_cast<char>(b));
+    if (impl_->terms[d].nullable) {
+      if (out.size() == max_count) return std::nullopt;
+      out.push_back(prefix);
+    }
+    stack.emplace_back(d, 0);
+  }
+  return out;
+}
+
 bool RegexBuilder::emptiness_known(RegexId r) const {
   return !impl_->term(r).has_boolean || impl_->term(r).empty >= 0;
 }

@@ -14,9 +14,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace synapse::constrain {
@@ -96,6 +98,13 @@ class RegexBuilder {
   bool has_boolean(RegexId r) const;
   // A 128-bit hash of r's structure that is the same in every builder for equal terms.
   std::array<uint64_t, 2> structural_hash(RegexId r) const;
+
+  // r as P & ~F (an intersection with exactly one complemented part): {P, F}.
+  std::optional<std::pair<RegexId, RegexId>> split_complement(RegexId r);
+  // Every string r matches, when there are at most `max_count`, none over `max_length` bytes
+  // (r without intersection or complement); nullopt otherwise.
+  std::optional<std::vector<std::string>> finite_strings(RegexId r, size_t max_count,
+                                                         size_t max_length);
 
   size_t term_count() const;
   std::string to_string(RegexId r) const;  // for tests and error messages

@@ -223,6 +223,12 @@ const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
       return cache_.emplace(state, std::move(*merged)).first->second;
     }
   }
+  if (lexer_->alive(state).size() == 1) {
+    if (std::optional<StateMasks> peeled = peeled_masks(state)) {
+      ++stats_.peeled;
+      return cache_.emplace(state, std::move(*peeled)).first->second;
+    }
+  }
   // A state inside a long counted repeat (a string with maxLength 500, 3 characters in) differs
   // from its neighbours only beyond kShallowDepth bytes: the walk to that depth is shared by all
   // of them (a widened state, Lexer::horizon_state), and only the few deeper tokens are walked
@@ -270,6 +276,107 @@ std::optional<TokenMasker::StateMasks> TokenMasker::merged_masks(LexerStateId st
   }
   merged->find_few();
   out.shared = std::move(merged);
+  return out;
+}
+
+std::optional<TokenMasker::StateMasks> TokenMasker::peeled_masks(LexerStateId state) {
+  const auto [lexeme, regex] = lexer_->alive(state)[0];
+  RegexBuilder& rx = grammar_->regexes();
+  const auto split = rx.split_complement(regex);
+  if (!split) return std::nullopt;
+  const auto excluded = rx.finite_strings(split->second, kMaxPeeledStrings, kMaxPeeledLength);
+  if (!excluded) return std::nullopt;
+  const LexerStateId base_state = lexer_->part_state(lexeme, split->first);
+  const StateMasks& base = state_masks(base_state);
+
+  // The trie nodes on F's paths, in preorder. Everywhere else the state behaves as P does: a
+  // text that is no prefix of F's strings has the same continuations in P & ~F as in P.
+  const std::span<const TokenTrie::Node> nodes = trie_->nodes();
+  const auto child = [&](uint32_t node, uint8_t byte) -> uint32_t {
+    for (uint32_t c = node + 1; c < nodes[node].subtree_end; c = nodes[c].subtree_end) {
+      if (nodes[c].byte == byte) return c;
+    }
+    return 0;
+  };
+  std::vector<uint32_t> on_paths;
+  for (const std::string& f : *excluded) {
+    uint32_t node = 0;
+    for (const char c : f) {
+      node = child(node, static_cast<uint8_t>(c));
+      if (node == 0) break;
+      on_paths.push_back(node);
+    }
+  }
+  std::sort(on_paths.begin(), on_paths.end());
+  on_paths.erase(std::unique(on_paths.begin(), on_paths.end()), on_paths.end());
+
+  auto within = std::make_shared<SharedStateMasks>();
+  within->within = base.shared->within;
+  const auto set_token = [&](TokenId t, bool allowed) {
+    const auto bit = static_cast<size_t>(t);
+    if (allowed) {
+      within->within[bit >> 6] |= uint64_t{1} << (bit & 63);
+    } else {
+      within->within[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+    }
+  };
+  // Lexeme ends to drop from P's groups (nodes), and ones P & ~F adds (before, node).
+  std::vector<uint32_t> dropped;
+  std::vector<std::pair<LexerStateId, uint32_t>> added;
+  uint32_t dead_below = 0;  // subtree end of the last node found dead
+  for (size_t k = 0; k < on_paths.size(); ++k) {
+    const uint32_t n = on_paths[k];
+    if (n < dead_below) continue;  // inside a dead subtree, already cleared
+    const uint32_t parent = trie_->parent(n);
+    LexerStateId before = state;
+    for (const char c : trie_->path(parent)) before = lexer_->next(before, static_cast<uint8_t>(c));
+    const LexerStateId here = lexer_->next(before, nodes[n].byte);
+    dropped.push_back(n);  // decided again below
+    if (here == kDeadLexerState) {
+      // Nothing below n is allowed; the lexeme may end before n's byte.
+      for (uint32_t t = nodes[n].tokens_begin; t < trie_->subtree_tokens_end(n); ++t) {
+        set_token(trie_->token_ids()[t], false);
+      }
+      for (uint32_t d = n + 1; d < nodes[n].subtree_end; ++d) dropped.push_back(d);
+      if (lexer_->accepting(before)) added.emplace_back(before, n);
+      dead_below = nodes[n].subtree_end;
+      continue;
+    }
+    for (uint32_t t = 0; t < nodes[n].tokens_count; ++t) {
+      set_token(trie_->token_ids()[nodes[n].tokens_begin + t], true);
+    }
+    // A string of F ends here: P may end its lexeme before each child's byte, P & ~F not.
+    if (!lexer_->accepting(here)) {
+      for (uint32_t c = n + 1; c < nodes[n].subtree_end; c = nodes[c].subtree_end) {
+        if (!std::binary_search(on_paths.begin(), on_paths.end(), c)) dropped.push_back(c);
+      }
+    }
+  }
+  std::sort(dropped.begin(), dropped.end());
+  StateMasks out;
+  for (const Group& g : base.groups) {
+    std::vector<uint32_t> kept;
+    for (const uint32_t node : g.nodes) {
+      if (!std::binary_search(dropped.begin(), dropped.end(), node)) kept.push_back(node);
+    }
+    if (kept.size() == g.nodes.size()) {
+      out.groups.push_back(g);
+    } else if (!kept.empty()) {
+      // Other nodes than P's group: a new id, since the after-lexeme cache walks them by id.
+      out.groups.push_back(Group{next_group_id.fetch_add(1), g.before, std::move(kept)});
+    }
+  }
+  std::stable_sort(added.begin(), added.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const size_t first_added = out.groups.size();
+  for (const auto& [before, node] : added) {
+    if (out.groups.size() == first_added || out.groups.back().before != before) {
+      out.groups.push_back(Group{next_group_id.fetch_add(1), before, {}});
+    }
+    out.groups.back().nodes.push_back(node);
+  }
+  within->find_few();
+  out.shared = std::move(within);
   return out;
 }
 

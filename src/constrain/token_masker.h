@@ -15,6 +15,9 @@
 //     may take next, each a quoted literal), what they allow together is what each allows
 //     alone: the state's masks are merged from the single-lexeme states' cached ones, so the
 //     many subsets of keys an unordered object passes through cost no walk each;
+//   - a state P & ~F, where F is a few strings (an additional key: any string but the declared
+//     keys), allows what P allows except along F's paths in the trie: its masks are P's
+//     (shared by every grammar) corrected on those few nodes, not a walk of its own;
 //   - so a mask is a copy of a bitmask, one parser scan per group (undone after), and the
 //     cached token lists of what follows.
 //
@@ -62,6 +65,7 @@ class TokenMasker {
     uint64_t widened = 0;  // walked only below kShallowDepth, the rest from a widened state
     uint64_t merged = 0;   // merged from the states of their lexemes alone
     uint64_t plain_text_subtrees = 0;  // trie subtrees taken whole as plain text
+    uint64_t peeled = 0;               // P & ~F states corrected from P's masks
   };
   const Stats& stats() const { return stats_; }
   static constexpr size_t kMaxCachedStates = 2048;
@@ -100,6 +104,11 @@ class TokenMasker {
   // Every node of `group` (walked from the state of `lexeme` alone) ends only `lexeme` when
   // walked from `state`: nothing else accepts there or goes on with the node's byte.
   bool ends_alone(LexerStateId state, LexemeId lexeme, const Group& group);
+  // The masks of a state whose one lexeme has P & ~F left, F a few strings: P's masks, with the
+  // tokens and lexeme ends on F's trie paths decided again from `state`; nullopt for others.
+  std::optional<StateMasks> peeled_masks(LexerStateId state);
+  static constexpr size_t kMaxPeeledStrings = 64;
+  static constexpr size_t kMaxPeeledLength = 256;
   const StateMasks& walked_masks(LexerStateId state, uint32_t deepest,
                                  std::unordered_map<LexerStateId, StateMasks>& cache);
   const std::vector<uint32_t>& root_children();

@@ -129,7 +129,28 @@ TEST(TokenMasker, MergedKeyMasksEqualFeedingEveryToken) {
                              "\"{}[],:", [&] {
                                EXPECT_GT(masker.stats().merged, 0u);
                                EXPECT_GT(masker.stats().plain_text_subtrees, 0u);
+                               // Additional keys: any string but the declared ones.
+                               EXPECT_GT(masker.stats().peeled, 0u);
                              });
+}
+
+// Additional keys exclude declared keys that are prefixes of each other and of the additional
+// keys written, in either property order: the masks corrected from the plain key's along those
+// paths (TokenMasker::peeled_masks) must equal feeding every token.
+TEST(TokenMasker, KeysExcludedFromAdditionalOnesEqualFeedingEveryToken) {
+  SYN_REQUIRE_FIXTURE(vocab, "tokenizer/vocab/llama3-vocab.gguf");
+  for (const auto order :
+       {JsonSchemaOptions::PropertyOrder::kDefinition, JsonSchemaOptions::PropertyOrder::kAny}) {
+    auto grammar = compile_json_schema(nlohmann::ordered_json::parse(R"({"type":"object",
+        "properties":{"a":{"type":"integer"},"ab":{"type":"integer"},"name":{"type":"integer"}},
+        "additionalProperties":{"type":"string"}})"),
+                                       JsonSchemaOptions{.property_order = order});
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    TokenMasker masker(std::make_shared<const Grammar>(std::move(grammar).value()),
+                       llama3_trie(vocab));
+    expect_masks_equal_feeding(masker, R"({"a":1,"abc":"x","n":"y","names":"z","":"e"})",
+                               "\"{}[],:", [&] { EXPECT_GT(masker.stats().peeled, 0u); });
+  }
 }
 
 TEST(TokenMasker, ConsumeTokenFollowsTheMask) {
