@@ -47,7 +47,17 @@ LexerStateId Lexer::compute_next(LexerStateId state, uint8_t byte) {
     }
   }
   const LexerStateId next = intern(std::move(alive));
-  transitions_[state][byte] = next;
+  // Bytes that every alive regex puts in the class of `byte` have the same derivatives, so the
+  // same next state: one derivation fills them all (a walk asks a new state for most bytes).
+  std::array<uint8_t, 256> same;
+  same.fill(1);
+  for (const auto& [lexeme, regex] : states_[state].alive) {
+    const std::array<uint8_t, 256> classes = rx.byte_classes(regex);
+    for (unsigned b = 0; b < 256; ++b) same[b] &= static_cast<uint8_t>(classes[b] == classes[byte]);
+  }
+  for (unsigned b = 0; b < 256; ++b) {
+    if (same[b] != 0) transitions_[state][b] = next;
+  }
   return next;
 }
 

@@ -852,6 +852,8 @@ std::optional<std::vector<std::string>> RegexBuilder::finite_strings(RegexId r, 
   return out;
 }
 
+std::array<uint8_t, 256> RegexBuilder::byte_classes(RegexId r) { return impl_->byte_classes(r); }
+
 bool RegexBuilder::emptiness_known(RegexId r) const {
   return !impl_->term(r).has_boolean || impl_->term(r).empty >= 0;
 }

@@ -82,6 +82,8 @@ class RegexBuilder {
   bool is_nothing(RegexId r) const { return r == nothing(); }
   // The derivative of r by one byte (the strings s with b·s in r), memoized.
   RegexId derive(RegexId r, uint8_t b);
+  // Class ids of the 256 bytes: bytes of one class have the same derivative of r.
+  std::array<uint8_t, 256> byte_classes(RegexId r);
   // True when r matches no string at all. Syntactic for terms without intersection or
   // complement; otherwise explores derivatives up to `budget` states and answers false (not
   // empty) when the budget runs out, so a dead end is possible but never a wrong refusal.

@@ -31,10 +31,10 @@ std::shared_ptr<const Grammar> lists_of_strings_and_numbers() {
   const RegexId body = rx.repeat(rx.alt(rx.bytes(chars), escape), 0, kUnbounded);
   const Symbol string = b.token(rx.concat(rx.concat(rx.byte('"'), body), rx.byte('"')));
   const Symbol number = b.token(rx.repeat(rx.bytes(digits), 1, kUnbounded));
-  // A string of at most 30 characters after '#': its states differ only in the count left, so
+  // A string of at most 60 characters after '#': its states differ only in the count left, so
   // the masker walks them through a widened state (TokenMasker::kShallowDepth).
   const Symbol counted = b.token(
-      rx.concat(rx.concat(rx.literal("#\""), rx.repeat(rx.alt(rx.bytes(chars), escape), 0, 30)),
+      rx.concat(rx.concat(rx.literal("#\""), rx.repeat(rx.alt(rx.bytes(chars), escape), 0, 60)),
                 rx.byte('"')));
   b.add_rule(value, {counted});
   b.add_rule(value, {string});
