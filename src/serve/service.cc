@@ -2,6 +2,7 @@
 #include "serve/service.h"
 
 #include <algorithm>
+#include <bit>
 #include <future>
 #include <optional>
 #include <unordered_map>
@@ -71,8 +72,8 @@ struct Service::Job {
   size_t prompt_done = 0;  // prompt tokens in the KV
   size_t cached = 0;       // of which from the prefix cache
   std::vector<int32_t> generated;
-  size_t fed = 0;        // generated tokens in the KV
-  int32_t pending = -1;  // sampled, fed in the next step
+  size_t fed = 0;                // generated tokens in the KV
+  std::vector<int32_t> pending;  // chosen (sampled, then any forced), fed in the next steps
   // Embedding requests: the mean so far (kMean) or the last row (kLast), across prompt chunks.
   std::optional<MeanPoolAccumulator> mean;
   std::vector<float> last_hidden;
@@ -406,15 +407,23 @@ bool Service::run_step() {
     pages_needed += pages_for(n + tokens.size(), config_.page_tokens) -
                     pages_for(n, config_.page_tokens) + (n % config_.page_tokens != 0 ? 1 : 0);
   };
+  // Decodes: each job's chosen tokens, as many as the step holds (the logits only once the
+  // last is in).
+  size_t step_tokens = 0;
   for (Job* job : s.running) {
-    if (job->pending >= 0) add(job, std::span(&job->pending, 1), LogitsWanted::kLast, true);
+    if (job->pending.empty()) continue;
+    const size_t take = std::min(job->pending.size(), config_.max_step_tokens - step_tokens);
+    if (take == 0) continue;
+    add(job, std::span(job->pending).first(take),
+        take == job->pending.size() ? LogitsWanted::kLast : LogitsWanted::kNone, true);
+    step_tokens += take;
   }
   // Prompt chunks come from the highest class with a prompt left, alone: an interactive prompt
   // never shares its step with bulk prefill, and bulk prompts go in smaller chunks so that the
   // step an interactive request arrives during ends soon (s.running is sorted by class).
   std::optional<RequestClass> prefill_class;
   for (const Job* job : s.running) {
-    if (job->pending < 0 && job->prompt_done < job->request.prompt.size()) {
+    if (job->pending.empty() && job->prompt_done < job->request.prompt.size()) {
       prefill_class = job->request.request_class;
       break;
     }
@@ -422,11 +431,11 @@ bool Service::run_step() {
   const size_t chunk_rows = prefill_class == RequestClass::kInteractive
                                 ? config_.prefill_chunk_tokens
                                 : config_.bulk_prefill_chunk_tokens;
-  size_t budget = std::min(chunk_rows, config_.max_step_tokens - s.inputs.size());
+  size_t budget = std::min(chunk_rows, config_.max_step_tokens - step_tokens);
   for (Job* job : s.running) {
     const size_t left = job->request.prompt.size() - job->prompt_done;
     if (job->request.request_class != prefill_class) continue;
-    if (job->pending >= 0 || left == 0 || budget == 0) continue;
+    if (!job->pending.empty() || left == 0 || budget == 0) continue;
     const size_t take = std::min(left, budget);
     const std::span<const int32_t> chunk =
         std::span(job->request.prompt).subspan(job->prompt_done, take);
@@ -451,7 +460,8 @@ bool Service::run_step() {
   std::vector<Job*> masked;
   for (size_t i = 0; i < s.slots.size(); ++i) {
     Job* job = s.slots[i].job;
-    if (job->request.constraint && s.inputs[i].logits != LogitsWanted::kNone) {
+    // A mask left by fast-forward (forced_token) is already this step's.
+    if (job->request.constraint && s.inputs[i].logits != LogitsWanted::kNone && !job->mask_ready) {
       masked.push_back(job);
     }
   }
@@ -497,9 +507,10 @@ bool Service::run_step() {
     Job& job = *slot.job;
     rows += slot.n_tokens;
     if (slot.decode) {
-      ++job.fed;
-      job.pending = -1;
-      s.charges.emplace_back(job.ticket, 1);
+      job.fed += slot.n_tokens;
+      job.pending.erase(job.pending.begin(),
+                        job.pending.begin() + static_cast<std::ptrdiff_t>(slot.n_tokens));
+      s.charges.emplace_back(job.ticket, slot.n_tokens);
     } else {
       job.prompt_done += slot.n_tokens;
     }
@@ -563,6 +574,43 @@ void Service::sample_and_emit(Job& job, std::span<const float> logits) {
     if (!lp.ok()) return finish(job, event, FinishReason::kError, lp.status());
     logprobs = *lp;
   }
+  if (!emit_token(job, token, logprobs, event)) return;
+  // Fast-forward: tokens the grammar forces follow at once; the next step feeds them all.
+  if (job.request.constraint && config_.fast_forward && !job.request.logprobs) {
+    for (size_t n = 0; n < ServiceConfig::kMaxForcedPerStep; ++n) {
+      const std::optional<int32_t> forced = forced_token(job);
+      if (!forced) break;
+      job.mask_ready = false;
+      if (!job.request.constraint->consume_token(*job.matcher, *forced)) {
+        return finish(job, event, FinishReason::kError,
+                      Status(ErrorCode::kInternal, "the grammar refuses the token it forced"));
+      }
+      if (!emit_token(job, *forced, std::nullopt, event)) return;
+    }
+  }
+  job.handle->push(std::move(event));
+}
+
+std::optional<int32_t> Service::forced_token(Job& job) {
+  constrain::compute_step_mask(*job.request.constraint, *job.matcher, job.request.eog_tokens,
+                               job.mask);
+  job.mask_ready = true;  // if nothing is forced, the next step samples from this mask
+  std::optional<int32_t> only;
+  for (size_t w = 0; w < job.mask.size(); ++w) {
+    for (uint64_t bits = job.mask[w]; bits != 0; bits &= bits - 1) {
+      if (only) return std::nullopt;  // two or more
+      only = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+    }
+  }
+  // An end-of-generation token alone is left to the sampler, which ends the request as usual.
+  const std::vector<int32_t>& eog = job.request.eog_tokens;
+  if (only && std::find(eog.begin(), eog.end(), *only) != eog.end()) return std::nullopt;
+  return only;
+}
+
+bool Service::emit_token(Job& job, int32_t token, std::optional<Logprobs> logprobs,
+                         GenerationEvent& event) {
+  LoopState& s = *state_;
   job.sampler.accept(token);
   job.generated.push_back(token);
   metrics_.add_generated_tokens(1);
@@ -579,28 +627,38 @@ void Service::sample_and_emit(Job& job, std::span<const float> logits) {
 
   const std::vector<int32_t>& eog = job.request.eog_tokens;
   if (std::find(eog.begin(), eog.end(), token) != eog.end()) {
-    return finish(job, event, FinishReason::kStop);
+    finish(job, event, FinishReason::kStop);
+    return false;
   }
   event.tokens.push_back(GeneratedToken{token, logprobs});
   s.piece.clear();
   if (Status st = job.detok.push(token, s.piece); !st.ok()) {
-    return finish(job, event, FinishReason::kError, std::move(st));
+    finish(job, event, FinishReason::kError, std::move(st));
+    return false;
   }
   StopMatcher::Step r = job.stop.feed(s.piece);
-  event.text.assign(r.text);
-  if (r.stopped) return finish(job, event, FinishReason::kStop);
-  const bool full = s.engine.n_tokens(job.sequence) >= n_ctx_;
+  event.text.append(r.text);
+  if (r.stopped) {
+    finish(job, event, FinishReason::kStop);
+    return false;
+  }
+  // The token goes after what the KV holds and what is already chosen for it.
+  const bool full = s.engine.n_tokens(job.sequence) + job.pending.size() >= n_ctx_;
   if (job.generated.size() >= static_cast<size_t>(job.request.max_tokens) || full) {
     s.piece.clear();
     job.detok.finish(s.piece);
     r = job.stop.feed(s.piece);
     event.text.append(r.text);
-    if (r.stopped) return finish(job, event, FinishReason::kStop);
+    if (r.stopped) {
+      finish(job, event, FinishReason::kStop);
+      return false;
+    }
     event.text.append(job.stop.flush());
-    return finish(job, event, FinishReason::kLength);
+    finish(job, event, FinishReason::kLength);
+    return false;
   }
-  job.pending = token;
-  job.handle->push(std::move(event));
+  job.pending.push_back(token);
+  return true;
 }
 
 void Service::pool_and_emit(Job& job, std::span<const float> hidden_rows) {

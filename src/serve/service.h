@@ -55,6 +55,12 @@ struct ServiceConfig {
   size_t max_cached_sequences = 16;  // prefix cache entries; 0 turns the cache off
   size_t min_prefix_reuse_tokens = 16;
   std::vector<int32_t> eog_tokens;  // used by requests that name none
+  // Fast-forward: a token that a request's grammar forces (the only one it allows) is emitted
+  // without sampling, and the tokens forced in a row are fed together in the next step (one
+  // forward pass for all; the keys of an object in definition order are forced). Requests
+  // that ask for logprobs sample every token. Off only to compare.
+  bool fast_forward = true;
+  static constexpr size_t kMaxForcedPerStep = 64;
   // The clock deadlines are checked against (tests pass a fake one). Timings use steady_clock.
   std::function<Clock::time_point()> clock;
   std::chrono::milliseconds idle_poll{50};  // how often an idle loop looks at deadlines
@@ -115,6 +121,12 @@ class Service {
   bool run_step();
   void make_room(size_t pages_needed);
   void sample_and_emit(Job& job, std::span<const float> logits);
+  // Adds a chosen token to the job's output and `event`; false when that finished the job.
+  bool emit_token(Job& job, int32_t token, std::optional<Logprobs> logprobs,
+                  GenerationEvent& event);
+  // The token the job's grammar forces next, if it allows exactly one (computes the mask of
+  // the next step, kept for it when nothing is forced).
+  std::optional<int32_t> forced_token(Job& job);
   std::span<const float> constrain_logits(Job& job, std::span<const float> logits);
   // An embedding job's hidden rows of this step; finishes it once its prompt has run.
   void pool_and_emit(Job& job, std::span<const float> hidden_rows);

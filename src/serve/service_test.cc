@@ -239,6 +239,65 @@ TEST_F(ServiceTest, ConstrainedRequestsFollowTheirGrammarAndBatchLikeOthers) {
   }
 }
 
+// Keys of an object in definition order are forced: fast-forward emits them without sampling
+// and feeds them in one step. The output must be the one sampling each token gives (greedy,
+// batched with others or alone), in fewer steps.
+TEST_F(ServiceTest, ForcedTokensAreFedTogetherAndChangeNoOutput) {
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({"type": "object",
+      "properties": {"temperature_in_celsius": {"enum": [1, 22, 333]},
+                     "description_of_the_weather": {"type": "string", "maxLength": 5},
+                     "was_it_raining_yesterday": {"type": "boolean"}},
+      "required": ["temperature_in_celsius", "description_of_the_weather",
+                   "was_it_raining_yesterday"], "additionalProperties": false})");
+  auto grammar = constrain::compile_json_schema(schema);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  const auto shared = std::make_shared<const constrain::Grammar>(std::move(grammar).value());
+  auto masker = std::make_shared<constrain::TokenMasker>(
+      shared, std::make_shared<const constrain::TokenTrie>(
+                  constrain::TokenTrie::from_tokenizer(*tokenizer_, {})));
+  const auto run = [&](bool fast_forward, size_t parallel, std::vector<Collected>& got) {
+    ServiceConfig config = small_service_config(parallel, 0);
+    config.fast_forward = fast_forward;
+    Service service(*model_, *tokenizer_, config);
+    std::vector<std::thread> clients;
+    got.assign(parallel, Collected{});
+    for (size_t i = 0; i < parallel; ++i) {
+      clients.emplace_back([&, i] {
+        GenerationRequest r = greedy(prompt(i), 200);
+        r.constraint = masker;
+        auto h = service.submit(r);
+        ASSERT_TRUE(h.ok());
+        got[i] = collect(**h);
+      });
+    }
+    for (std::thread& t : clients) t.join();
+    return service.stats().steps;
+  };
+  std::vector<Collected> sampled, forced, batched;
+  const uint64_t sampled_steps = run(false, 1, sampled);
+  const uint64_t forced_steps = run(true, 1, forced);
+  ASSERT_EQ(sampled[0].final_event.finish_reason, FinishReason::kStop)
+      << sampled[0].final_event.error.to_string();
+  EXPECT_TRUE(constrain::grammar_accepts(shared, sampled[0].text)) << sampled[0].text;
+  EXPECT_EQ(forced[0].tokens, sampled[0].tokens);
+  EXPECT_EQ(forced[0].text, sampled[0].text);
+  // The three keys (and the punctuation around them) are several tokens each.
+  EXPECT_LE(forced_steps + 8, sampled_steps) << forced[0].text;
+  run(true, 4, batched);
+  for (size_t i = 0; i < 4; ++i) {
+    std::vector<Collected> one;
+    ServiceConfig config = small_service_config(1, 0);
+    config.fast_forward = false;
+    Service service(*model_, *tokenizer_, config);
+    GenerationRequest r = greedy(prompt(i), 200);
+    r.constraint = masker;
+    auto h = service.submit(r);
+    ASSERT_TRUE(h.ok());
+    const Collected alone_sampled = collect(**h);
+    EXPECT_EQ(batched[i].tokens, alone_sampled.tokens) << "request " << i;
+  }
+}
+
 TEST_F(ServiceTest, CancelFreesPagesWithinOneStep) {
   auto service = make(2);
   auto other = submit(*service, greedy(prompt(3), 30));
