@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse generate -m MODEL (-p TEXT | -f FILE) [-n N] [--temp --top-k --top-p --min-p
 // --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --seed --stop S]
-// [--json-schema FILE | --grammar FILE] [--ctx N] [--threads N] [--json]`: streams the generated
-// text (not the prompt) to stdout as it is produced; timings go to stderr (load, prefill and decode
-// tokens/s, time to first token). An empty prompt starts from BOS alone. Sampling is llama.cpp's
-// chain with its defaults (src/sample;
+// [--json-schema FILE [--flexible-whitespace] | --grammar FILE] [--ctx N] [--threads N]
+// [--json]`: streams the generated text (not the prompt) to stdout as it is produced; timings go to
+// stderr (load, prefill and decode tokens/s, time to first token). An empty prompt starts from BOS
+// alone. Sampling is llama.cpp's chain with its defaults (src/sample;
 // --temp 0 is greedy); stop strings are matched on the text across token boundaries and are not
 // printed. --json-schema / --grammar constrain every token to the schema or GBNF grammar
 // (src/constrain), and end of generation to where the text is complete.
@@ -41,8 +41,9 @@ struct GenerateOptions {
   SamplingParams sampling;
   std::vector<std::string> stop;
   bool json = false;
-  std::string json_schema_file;  // constrain the output to this JSON Schema
-  std::string grammar_file;      // ... or to this GBNF grammar
+  std::string json_schema_file;      // constrain the output to this JSON Schema
+  std::string grammar_file;          // ... or to this GBNF grammar
+  bool flexible_whitespace = false;  // the schema's JSON may have whitespace between tokens
 };
 
 // The grammar of --json-schema or --grammar; null when neither is given.
@@ -59,7 +60,8 @@ Result<std::shared_ptr<const constrain::Grammar>> load_constraint(const Generate
     if (schema.is_discarded()) {
       return Status(ErrorCode::kInvalidJson, "the schema is not JSON", ErrorWhere{.path = path});
     }
-    grammar = constrain::compile_json_schema(schema);
+    grammar = constrain::compile_json_schema(
+        schema, constrain::JsonSchemaOptions{.flexible_whitespace = o.flexible_whitespace});
   } else {
     grammar = constrain::compile_gbnf(text);
   }
@@ -261,6 +263,9 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--grammar", o->grammar_file,
                   "Constrain the output to the GBNF grammar (llama.cpp's format) in this file")
       ->excludes(schema);
+  cmd->add_flag("--flexible-whitespace", o->flexible_whitespace,
+                "With --json-schema: allow whitespace between JSON tokens (default compact)")
+      ->needs(schema);
   cmd->add_flag("--json", o->json, "Print one JSON object at the end instead of streaming");
   cmd->callback([o, &exit_code] { exit_code = run_generate(*o); });
 }

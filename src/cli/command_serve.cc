@@ -46,6 +46,7 @@ struct ServeOptions {
   int http_threads = 0;
   double shutdown_grace_s = 10.0;
   size_t max_body_bytes = 8u << 20;
+  std::string json_whitespace = "compact";  // structured outputs: "compact" or "flexible"
   server::ServerOptions http;  // its time and connection bounds; the rest is set from the above
   ServeJobsOptions jobs;
 };
@@ -256,7 +257,8 @@ int run_serve(const ServeOptions& o) {
   // One cache of compiled output constraints for the HTTP routes and the job executor alike.
   inference.constraints = std::make_shared<server::OutputConstraints>(
       *tok,
-      inference.chat_template ? inference.chat_template->family() : chat::TemplateFamily::kUnknown);
+      inference.chat_template ? inference.chat_template->family() : chat::TemplateFamily::kUnknown,
+      o.json_whitespace == "flexible");
 
   // Every admitted request (running or queued in any class) holds a connection thread.
   server::ServerOptions server_options =
@@ -344,6 +346,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   add_serve_jobs_options(cmd, o->jobs);
+  cmd->add_option("--json-whitespace", o->json_whitespace,
+                  "Structured outputs: compact JSON, or flexible (whitespace between tokens)")
+      ->check(CLI::IsMember({"compact", "flexible"}))
+      ->default_val("compact");
   cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (413 beyond)")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
       ->capture_default_str();

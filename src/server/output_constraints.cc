@@ -10,14 +10,13 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The whitespace between JSON tokens: none, so an answer's length is the schema's to bound.
-constrain::JsonSchemaOptions schema_options() { return constrain::JsonSchemaOptions{}; }
-
 }  // namespace
 
 OutputConstraints::OutputConstraints(const tokenizer::Tokenizer& tokenizer,
-                                     chat::TemplateFamily family)
-    : tokenizer_(tokenizer), family_(family) {}
+                                     chat::TemplateFamily family, bool flexible_whitespace)
+    : tokenizer_(tokenizer),
+      family_(family),
+      schema_options_{.flexible_whitespace = flexible_whitespace} {}
 
 std::shared_ptr<const constrain::TokenTrie> OutputConstraints::trie() {
   // End-of-generation tokens are the service's to allow (per request), so the trie has none.
@@ -62,10 +61,10 @@ Result<std::shared_ptr<constrain::TokenMasker>> OutputConstraints::for_format(
     case Kind::kText:
       return std::shared_ptr<constrain::TokenMasker>();
     case Kind::kJsonObject:
-      return cached("object", [] { return constrain::json_object_grammar(schema_options()); });
+      return cached("object", [&] { return constrain::json_object_grammar(schema_options_); });
     case Kind::kJsonSchema: {
       auto result = cached("schema:" + format.schema.dump(), [&] {
-        return constrain::compile_json_schema(format.schema, schema_options());
+        return constrain::compile_json_schema(format.schema, schema_options_);
       });
       if (!result.ok()) return constrain::under_request_field(result.status(), format.field);
       return result;
@@ -129,7 +128,7 @@ Result<ToolPlan> OutputConstraints::for_tools(const Json& tools, const api::Tool
   key["content"] = content != nullptr ? *content : Json();
   SYN_ASSIGN_OR_RETURN(plan.constraint, cached("tools:" + key.dump(), [&] {
                          return constrain::compile_tool_grammar(call_format, functions, mode,
-                                                                content, schema_options());
+                                                                content, schema_options_);
                        }));
   plan.syntax = syntax;
   plan.syntax->parallel = call_format.parallel;

@@ -17,6 +17,7 @@
 #include "api/requests.h"
 #include "base/status.h"
 #include "chat/tool_calls.h"
+#include "constrain/json_schema.h"
 #include "constrain/token_masker.h"
 #include "tokenizer/tokenizer.h"
 
@@ -30,7 +31,11 @@ struct ToolPlan {
 
 class OutputConstraints {
  public:
-  OutputConstraints(const tokenizer::Tokenizer& tokenizer, chat::TemplateFamily family);
+  // `flexible_whitespace`: JSON may have whitespace between its tokens (`synapse serve
+  // --json-whitespace flexible`); compact by default, so an answer's length is the schema's
+  // to bound.
+  OutputConstraints(const tokenizer::Tokenizer& tokenizer, chat::TemplateFamily family,
+                    bool flexible_whitespace = false);
 
   // The constraint of a response format; null for plain text. Errors: unsupported_schema,
   // schema_too_complex, invalid_grammar, naming the request field.
@@ -49,6 +54,7 @@ class OutputConstraints {
 
   const tokenizer::Tokenizer& tokenizer_;
   const chat::TemplateFamily family_;
+  const constrain::JsonSchemaOptions schema_options_;
   std::once_flag trie_once_;
   std::shared_ptr<const constrain::TokenTrie> trie_;
   std::mutex mu_;
