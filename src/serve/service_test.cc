@@ -101,6 +101,19 @@ class ServiceTest : public ::testing::Test {
     return h.ok() ? *h : nullptr;
   }
 
+  // A masker for the JSON Schema `schema_json` over this model's vocabulary; `grammar` gets
+  // its grammar (to check texts against).
+  std::shared_ptr<constrain::TokenMasker> schema_masker(
+      const char* schema_json, std::shared_ptr<const constrain::Grammar>& grammar) {
+    auto compiled = constrain::compile_json_schema(nlohmann::ordered_json::parse(schema_json));
+    EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+    if (!compiled.ok()) return nullptr;
+    grammar = std::make_shared<const constrain::Grammar>(std::move(compiled).value());
+    return std::make_shared<constrain::TokenMasker>(
+        grammar, std::make_shared<const constrain::TokenTrie>(
+                     constrain::TokenTrie::from_tokenizer(*tokenizer_, {})));
+  }
+
   // Output of `r` on a fresh service with one slot and no prefix cache.
   Collected alone(const GenerationRequest& r) {
     auto s = make(1);
@@ -197,15 +210,12 @@ TEST_F(ServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
 // the grammar is complete; eight constrained greedy streams sharing one grammar (their masks
 // computed during the forward pass) equal each alone, and batch with unconstrained ones.
 TEST_F(ServiceTest, ConstrainedRequestsFollowTheirGrammarAndBatchLikeOthers) {
-  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({"type": "object",
+  std::shared_ptr<const constrain::Grammar> shared;
+  const auto masker = schema_masker(R"({"type": "object",
       "properties": {"word": {"type": "string", "maxLength": 6}, "n": {"enum": [1, 22, 333]}},
-      "required": ["word", "n"], "additionalProperties": false})");
-  auto grammar = constrain::compile_json_schema(schema);
-  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
-  const auto shared = std::make_shared<const constrain::Grammar>(std::move(grammar).value());
-  auto masker = std::make_shared<constrain::TokenMasker>(
-      shared, std::make_shared<const constrain::TokenTrie>(
-                  constrain::TokenTrie::from_tokenizer(*tokenizer_, {})));
+      "required": ["word", "n"], "additionalProperties": false})",
+                                    shared);
+  ASSERT_TRUE(masker);
   constexpr size_t kN = 8;
   std::vector<GenerationRequest> requests;
   std::vector<Collected> expected;
@@ -243,18 +253,15 @@ TEST_F(ServiceTest, ConstrainedRequestsFollowTheirGrammarAndBatchLikeOthers) {
 // and feeds them in one step. The output must be the one sampling each token gives (greedy,
 // batched with others or alone), in fewer steps.
 TEST_F(ServiceTest, ForcedTokensAreFedTogetherAndChangeNoOutput) {
-  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({"type": "object",
+  std::shared_ptr<const constrain::Grammar> shared;
+  const auto masker = schema_masker(R"({"type": "object",
       "properties": {"temperature_in_celsius": {"enum": [1, 22, 333]},
                      "description_of_the_weather": {"type": "string", "maxLength": 5},
                      "was_it_raining_yesterday": {"type": "boolean"}},
       "required": ["temperature_in_celsius", "description_of_the_weather",
-                   "was_it_raining_yesterday"], "additionalProperties": false})");
-  auto grammar = constrain::compile_json_schema(schema);
-  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
-  const auto shared = std::make_shared<const constrain::Grammar>(std::move(grammar).value());
-  auto masker = std::make_shared<constrain::TokenMasker>(
-      shared, std::make_shared<const constrain::TokenTrie>(
-                  constrain::TokenTrie::from_tokenizer(*tokenizer_, {})));
+                   "was_it_raining_yesterday"], "additionalProperties": false})",
+                                    shared);
+  ASSERT_TRUE(masker);
   const auto run = [&](bool fast_forward, size_t parallel, std::vector<Collected>& got) {
     ServiceConfig config = small_service_config(parallel, 0);
     config.fast_forward = fast_forward;
