@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,15 +26,22 @@ struct SharedMaskGroup {
   std::vector<uint32_t> nodes;
 };
 
+// The tokens that stay inside the current lexeme: a bitmask over the vocabulary while being
+// built; then, when they are few (a key's literal allows a handful), a list of them instead, so
+// a cached state costs a few bytes rather than 16 KiB and masks merged from several states set
+// bits instead of reading whole bitmasks.
 struct SharedStateMasks {
-  std::vector<uint64_t> within;  // tokens that stay inside the current lexeme
-  std::vector<SharedMaskGroup> groups;
-  // The tokens of `within` when they are few (a key's literal allows a handful): masks merged
-  // from several states set these bits instead of reading a whole bitmask.
+  std::vector<uint64_t> within;  // dense form; empty once compact() made the list
+  std::vector<uint32_t> few;     // sparse form
   bool sparse = false;
-  std::vector<uint32_t> few;
+  std::vector<SharedMaskGroup> groups;
   static constexpr size_t kFew = 256;
-  void find_few();  // fills `few` from `within` when there are at most kFew
+
+  void compact();  // the list instead of the bitmask, when there are at most kFew tokens
+  // The tokens into `mask` (mask_words long): replacing it, or added to it.
+  void copy_to(std::span<uint64_t> mask) const;
+  void or_into(std::span<uint64_t> mask) const;
+  size_t bytes() const;  // memory held, roughly
 };
 
 class StateMaskCache {
@@ -44,10 +52,11 @@ class StateMaskCache {
   void insert(const Key& key, std::shared_ptr<const SharedStateMasks> masks);
   size_t size() const;
 
-  // Entries hold a whole-vocabulary bitmask each (16 KiB for 128k tokens, so at most 64 MiB):
-  // past this many the cache starts over. On MaskBench 1,024 entries gave TBM avg 38.6 µs,
-  // 4,096 gave 35-36 and 8,192 gave 34.9: real schemas keep reaching new kinds of state.
-  static constexpr size_t kMaxEntries = 4096;
+  // Past this much memory the cache starts over. A dense entry holds a whole-vocabulary bitmask
+  // (16 KiB for 128k tokens), a sparse one a few bytes. On MaskBench, when every entry was
+  // dense, 1,024 entries gave TBM avg 38.6 µs, 4,096 gave 35-36 and 8,192 gave 34.9: real
+  // schemas keep reaching new kinds of state.
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
 
  private:
   struct KeyHash {
@@ -55,6 +64,7 @@ class StateMaskCache {
   };
   mutable std::mutex mu_;
   std::unordered_map<Key, std::shared_ptr<const SharedStateMasks>, KeyHash> entries_;
+  size_t bytes_ = 0;
 };
 
 }  // namespace synapse::constrain

@@ -197,10 +197,10 @@ const TokenMasker::StateMasks& TokenMasker::walked_masks(
       computed->groups.push_back(
           SharedMaskGroup{g.id, trie_->path(trie_->parent(g.nodes.front())), g.nodes});
     }
-    computed->find_few();
+    computed->compact();
     trie_->shared_masks().insert(key, computed);
   } else {
-    computed->find_few();
+    computed->compact();
   }
   masks.shared = std::move(computed);
   return cache.emplace(state, std::move(masks)).first->second;
@@ -237,7 +237,8 @@ const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
   if (widened == state) return walked_masks(state, kAllDepths, cache_);
   const StateMasks& shallow = walked_masks(widened, kShallowDepth, shallow_cache_);
   auto combined = std::make_shared<SharedStateMasks>();
-  combined->within = shallow.shared->within;
+  combined->within.assign(mask_words(), 0);
+  shallow.shared->or_into(combined->within);
   StateMasks masks;
   masks.groups = shallow.groups;
   std::vector<Group> deep = walk_lexer(
@@ -248,7 +249,7 @@ const TokenMasker::StateMasks& TokenMasker::state_masks(LexerStateId state) {
       },
       WalkDepths{.record_below = kShallowDepth});
   masks.groups.insert(masks.groups.end(), deep.begin(), deep.end());
-  combined->find_few();
+  combined->compact();
   masks.shared = std::move(combined);
   ++stats_.widened;
   return cache_.emplace(state, std::move(masks)).first->second;
@@ -267,14 +268,10 @@ std::optional<TokenMasker::StateMasks> TokenMasker::merged_masks(LexerStateId st
       if (!ends_alone(state, lexeme, group)) return std::nullopt;
     }
     const SharedStateMasks& part = *alone.shared;
-    if (part.sparse) {
-      for (const uint32_t t : part.few) merged->within[t >> 6] |= uint64_t{1} << (t & 63);
-    } else {
-      for (size_t w = 0; w < merged->within.size(); ++w) merged->within[w] |= part.within[w];
-    }
+    part.or_into(merged->within);
     out.groups.insert(out.groups.end(), alone.groups.begin(), alone.groups.end());
   }
-  merged->find_few();
+  merged->compact();
   out.shared = std::move(merged);
   return out;
 }
@@ -311,7 +308,8 @@ std::optional<TokenMasker::StateMasks> TokenMasker::peeled_masks(LexerStateId st
   on_paths.erase(std::unique(on_paths.begin(), on_paths.end()), on_paths.end());
 
   auto within = std::make_shared<SharedStateMasks>();
-  within->within = base.shared->within;
+  within->within.assign(mask_words(), 0);
+  base.shared->or_into(within->within);
   const auto set_token = [&](TokenId t, bool allowed) {
     const auto bit = static_cast<size_t>(t);
     if (allowed) {
@@ -375,7 +373,7 @@ std::optional<TokenMasker::StateMasks> TokenMasker::peeled_masks(LexerStateId st
     }
     out.groups.back().nodes.push_back(node);
   }
-  within->find_few();
+  within->compact();
   out.shared = std::move(within);
   return out;
 }
@@ -433,7 +431,7 @@ void TokenMasker::compute_mask(Matcher& matcher, std::span<uint64_t> mask) {
     after_cache_.clear();
   }
   const StateMasks& masks = state_masks(matcher.lexer_state());
-  std::copy(masks.shared->within.begin(), masks.shared->within.end(), mask.begin());
+  masks.shared->copy_to(mask.first(mask_words()));
   EarleyParser& parser = matcher.parser();
   for (const Group& group : masks.groups) apply_group(group, parser, mask);
   const bool may_end = matcher.accepts_end();
