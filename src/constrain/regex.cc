@@ -3,7 +3,7 @@
 // terms to a normal form before interning, so the derivatives of a term like `.*abc.*` close
 // over a handful of states), and a memoized derivative costs one table read. Non-goals:
 // deciding language equality in general (normal forms are cheap, not complete).
-// One file of ~820 lines on purpose: everything here is RegexBuilder::Impl, whose term table,
+// One file of ~870 lines on purpose: everything here is RegexBuilder::Impl, whose term table,
 // interning and memo tables the constructors, derivatives and analyses (byte classes,
 // emptiness, widening) all share; splitting it would put Impl in a header for no reader's gain.
 #include "constrain/regex.h"

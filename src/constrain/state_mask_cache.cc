@@ -38,6 +38,14 @@ void SharedStateMasks::or_into(std::span<uint64_t> mask) const {
   for (size_t w = 0; w < within.size(); ++w) mask[w] |= within[w];
 }
 
+size_t SharedStateMasks::bytes() const {
+  size_t n = sizeof(*this) + within.size() * sizeof(uint64_t) + few.size() * sizeof(uint32_t);
+  for (const SharedMaskGroup& g : groups) {
+    n += sizeof(g) + g.before_path.size() + g.nodes.size() * sizeof(uint32_t);
+  }
+  return n;
+}
+
 size_t StateMaskCache::KeyHash::operator()(const Key& key) const {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ key.size();
   for (const uint64_t x : key) h = (h ^ x) * 0x100000001b3ull + (h >> 31);
@@ -48,14 +56,6 @@ std::shared_ptr<const SharedStateMasks> StateMaskCache::find(const Key& key) con
   std::lock_guard lock(mu_);
   const auto found = entries_.find(key);
   return found == entries_.end() ? nullptr : found->second;
-}
-
-size_t SharedStateMasks::bytes() const {
-  size_t n = sizeof(*this) + within.size() * sizeof(uint64_t) + few.size() * sizeof(uint32_t);
-  for (const SharedMaskGroup& g : groups) {
-    n += sizeof(g) + g.before_path.size() + g.nodes.size() * sizeof(uint32_t);
-  }
-  return n;
 }
 
 void StateMaskCache::insert(const Key& key, std::shared_ptr<const SharedStateMasks> masks) {

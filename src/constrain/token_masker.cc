@@ -62,11 +62,14 @@ std::vector<TokenMasker::Group> TokenMasker::walk_lexer(std::span<const uint32_t
           trie_->height(i) <= depths.deepest) {
         const std::array<uint64_t, 4>& below = trie_->bytes_below(i);
         const std::array<uint64_t, 4>& loops = self_loops(next);
-        if (((below[0] & ~loops[0]) == 0 && (below[1] & ~loops[1]) == 0 &&
-             (below[2] & ~loops[2]) == 0 && (below[3] & ~loops[3]) == 0) ||
-            ((trie_->plain_text_below(i) & (1u << PlainText::kBoundary)) != 0 &&
-             keeps_plain_text_alive(next))) {
+        bool whole = (below[0] & ~loops[0]) == 0 && (below[1] & ~loops[1]) == 0 &&
+                     (below[2] & ~loops[2]) == 0 && (below[3] & ~loops[3]) == 0;
+        if (!whole && (trie_->plain_text_below(i) & (1u << PlainText::kBoundary)) != 0 &&
+            keeps_plain_text_alive(next)) {
+          whole = true;
           ++stats_.plain_text_subtrees;
+        }
+        if (whole) {
           const uint32_t end_token = trie_->subtree_tokens_end(i);
           for (uint32_t k = node.tokens_begin; k < end_token; ++k) on_token(trie_->token_ids()[k]);
           i = node.subtree_end;
@@ -137,7 +140,6 @@ bool TokenMasker::keeps_plain_text_alive(LexerStateId state) {
       }
     }
   }
-  if (state >= plain_text_alive_.size()) plain_text_alive_.resize(state + 1, -1);
   plain_text_alive_[state] = alive ? 1 : 0;
   return alive;
 }
@@ -192,15 +194,13 @@ const TokenMasker::StateMasks& TokenMasker::walked_masks(
   // A walk that met an inexact transition is this grammar's approximation, not the language:
   // another grammar's lexer may decide those transitions differently.
   if (walk_inexact_) ++stats_.unshareable;
+  computed->compact();
   if (!key.empty() && !walk_inexact_) {
     for (const Group& g : masks.groups) {
       computed->groups.push_back(
           SharedMaskGroup{g.id, trie_->path(trie_->parent(g.nodes.front())), g.nodes});
     }
-    computed->compact();
     trie_->shared_masks().insert(key, computed);
-  } else {
-    computed->compact();
   }
   masks.shared = std::move(computed);
   return cache.emplace(state, std::move(masks)).first->second;
@@ -307,15 +307,15 @@ std::optional<TokenMasker::StateMasks> TokenMasker::peeled_masks(LexerStateId st
   std::sort(on_paths.begin(), on_paths.end());
   on_paths.erase(std::unique(on_paths.begin(), on_paths.end()), on_paths.end());
 
-  auto within = std::make_shared<SharedStateMasks>();
-  within->within.assign(mask_words(), 0);
-  base.shared->or_into(within->within);
+  auto corrected = std::make_shared<SharedStateMasks>();
+  corrected->within.assign(mask_words(), 0);
+  base.shared->or_into(corrected->within);
   const auto set_token = [&](TokenId t, bool allowed) {
     const auto bit = static_cast<size_t>(t);
     if (allowed) {
-      within->within[bit >> 6] |= uint64_t{1} << (bit & 63);
+      corrected->within[bit >> 6] |= uint64_t{1} << (bit & 63);
     } else {
-      within->within[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      corrected->within[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
     }
   };
   // Lexeme ends to drop from P's groups (nodes), and ones P & ~F adds (before, node).
@@ -325,9 +325,7 @@ std::optional<TokenMasker::StateMasks> TokenMasker::peeled_masks(LexerStateId st
   for (size_t k = 0; k < on_paths.size(); ++k) {
     const uint32_t n = on_paths[k];
     if (n < dead_below) continue;  // inside a dead subtree, already cleared
-    const uint32_t parent = trie_->parent(n);
-    LexerStateId before = state;
-    for (const char c : trie_->path(parent)) before = lexer_->next(before, static_cast<uint8_t>(c));
+    const LexerStateId before = after_path(state, trie_->parent(n));
     const LexerStateId here = lexer_->next(before, nodes[n].byte);
     dropped.push_back(n);  // decided again below
     if (here == kDeadLexerState) {
@@ -373,9 +371,14 @@ std::optional<TokenMasker::StateMasks> TokenMasker::peeled_masks(LexerStateId st
     }
     out.groups.back().nodes.push_back(node);
   }
-  within->compact();
-  out.shared = std::move(within);
+  corrected->compact();
+  out.shared = std::move(corrected);
   return out;
+}
+
+LexerStateId TokenMasker::after_path(LexerStateId state, uint32_t node) {
+  for (const char c : trie_->path(node)) state = lexer_->next(state, static_cast<uint8_t>(c));
+  return state;
 }
 
 bool TokenMasker::ends_alone(LexerStateId state, LexemeId lexeme, const Group& group) {
@@ -386,8 +389,7 @@ bool TokenMasker::ends_alone(LexerStateId state, LexemeId lexeme, const Group& g
     const uint32_t parent = trie_->parent(node);
     if (parent != last_parent) {
       last_parent = parent;
-      here = state;
-      for (const char c : trie_->path(parent)) here = lexer_->next(here, static_cast<uint8_t>(c));
+      here = after_path(state, parent);
       const std::span<const LexemeId> accepted = lexer_->accepted(here);
       if (accepted.size() != 1 || accepted[0] != lexeme) return false;
     }

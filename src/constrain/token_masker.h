@@ -106,6 +106,8 @@ class TokenMasker {
   // Every node of `group` (walked from the state of `lexeme` alone) ends only `lexeme` when
   // walked from `state`: nothing else accepts there or goes on with the node's byte.
   bool ends_alone(LexerStateId state, LexemeId lexeme, const Group& group);
+  // The lexer state reached from `state` by the bytes of the trie path to `node`.
+  LexerStateId after_path(LexerStateId state, uint32_t node);
   // The masks of a state whose one lexeme has P & ~F left, F a few strings: P's masks, with the
   // tokens and lexeme ends on F's trie paths decided again from `state`; nullopt for others.
   std::optional<StateMasks> peeled_masks(LexerStateId state);
