@@ -114,6 +114,22 @@ class ServiceTest : public ::testing::Test {
                      constrain::TokenTrie::from_tokenizer(*tokenizer_, {})));
   }
 
+  // Submits every request at once, each from its own client thread, and collects each.
+  static std::vector<Collected> submit_all(Service& service,
+                                           const std::vector<GenerationRequest>& requests) {
+    std::vector<Collected> got(requests.size());
+    std::vector<std::thread> clients;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      clients.emplace_back([&, i] {
+        auto h = service.submit(requests[i]);
+        ASSERT_TRUE(h.ok()) << h.status().to_string();
+        got[i] = collect(**h);
+      });
+    }
+    for (std::thread& t : clients) t.join();
+    return got;
+  }
+
   // Output of `r` on a fresh service with one slot and no prefix cache.
   Collected alone(const GenerationRequest& r) {
     auto s = make(1);
@@ -186,16 +202,7 @@ TEST_F(ServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
     ASSERT_EQ(expected.back().final_event.finish_reason, FinishReason::kLength);
   }
   auto service = make(kN, 4);
-  std::vector<Collected> got(kN);
-  std::vector<std::thread> clients;
-  for (size_t i = 0; i < kN; ++i) {
-    clients.emplace_back([&, i] {
-      auto h = service->submit(requests[i]);
-      ASSERT_TRUE(h.ok());
-      got[i] = collect(**h);
-    });
-  }
-  for (std::thread& t : clients) t.join();
+  const std::vector<Collected> got = submit_all(*service, requests);
   size_t max_batch = 0;
   for (size_t i = 0; i < kN; ++i) {
     EXPECT_EQ(got[i].tokens, expected[i].tokens) << "request " << i;
@@ -233,16 +240,7 @@ TEST_F(ServiceTest, ConstrainedRequestsFollowTheirGrammarAndBatchLikeOthers) {
     }
   }
   auto service = make(kN);
-  std::vector<Collected> got(kN);
-  std::vector<std::thread> clients;
-  for (size_t i = 0; i < kN; ++i) {
-    clients.emplace_back([&, i] {
-      auto h = service->submit(requests[i]);
-      ASSERT_TRUE(h.ok());
-      got[i] = collect(**h);
-    });
-  }
-  for (std::thread& t : clients) t.join();
+  const std::vector<Collected> got = submit_all(*service, requests);
   for (size_t i = 0; i < kN; ++i) {
     EXPECT_EQ(got[i].tokens, expected[i].tokens) << "request " << i;
     EXPECT_EQ(got[i].text, expected[i].text) << "request " << i;
@@ -262,46 +260,35 @@ TEST_F(ServiceTest, ForcedTokensAreFedTogetherAndChangeNoOutput) {
                    "was_it_raining_yesterday"], "additionalProperties": false})",
                                     shared);
   ASSERT_TRUE(masker);
-  const auto run = [&](bool fast_forward, size_t parallel, std::vector<Collected>& got) {
-    ServiceConfig config = small_service_config(parallel, 0);
-    config.fast_forward = fast_forward;
-    Service service(*model_, *tokenizer_, config);
-    std::vector<std::thread> clients;
-    got.assign(parallel, Collected{});
-    for (size_t i = 0; i < parallel; ++i) {
-      clients.emplace_back([&, i] {
-        GenerationRequest r = greedy(prompt(i), 200);
-        r.constraint = masker;
-        auto h = service.submit(r);
-        ASSERT_TRUE(h.ok());
-        got[i] = collect(**h);
-      });
-    }
-    for (std::thread& t : clients) t.join();
-    return service.stats().steps;
-  };
-  std::vector<Collected> sampled, forced, batched;
-  const uint64_t sampled_steps = run(false, 1, sampled);
-  const uint64_t forced_steps = run(true, 1, forced);
-  ASSERT_EQ(sampled[0].final_event.finish_reason, FinishReason::kStop)
-      << sampled[0].final_event.error.to_string();
-  EXPECT_TRUE(constrain::grammar_accepts(shared, sampled[0].text)) << sampled[0].text;
-  EXPECT_EQ(forced[0].tokens, sampled[0].tokens);
-  EXPECT_EQ(forced[0].text, sampled[0].text);
-  // The three keys (and the punctuation around them) are several tokens each.
-  EXPECT_LE(forced_steps + 8, sampled_steps) << forced[0].text;
-  run(true, 4, batched);
-  for (size_t i = 0; i < 4; ++i) {
-    std::vector<Collected> one;
-    ServiceConfig config = small_service_config(1, 0);
-    config.fast_forward = false;
-    Service service(*model_, *tokenizer_, config);
+  const auto request = [&](size_t i) {
     GenerationRequest r = greedy(prompt(i), 200);
     r.constraint = masker;
-    auto h = service.submit(r);
-    ASSERT_TRUE(h.ok());
-    const Collected alone_sampled = collect(**h);
-    EXPECT_EQ(batched[i].tokens, alone_sampled.tokens) << "request " << i;
+    return r;
+  };
+  // The requests on a fresh service with a slot each; `steps` gets its engine steps.
+  const auto run = [&](bool fast_forward, const std::vector<GenerationRequest>& requests,
+                       uint64_t& steps) {
+    ServiceConfig config = small_service_config(requests.size(), 0);
+    config.fast_forward = fast_forward;
+    Service service(*model_, *tokenizer_, config);
+    std::vector<Collected> got = submit_all(service, requests);
+    steps = service.stats().steps;
+    return got;
+  };
+  uint64_t sampled_steps = 0, forced_steps = 0, steps = 0;
+  const Collected sampled = run(false, {request(0)}, sampled_steps)[0];
+  const Collected forced = run(true, {request(0)}, forced_steps)[0];
+  ASSERT_EQ(sampled.final_event.finish_reason, FinishReason::kStop)
+      << sampled.final_event.error.to_string();
+  EXPECT_TRUE(constrain::grammar_accepts(shared, sampled.text)) << sampled.text;
+  EXPECT_EQ(forced.tokens, sampled.tokens);
+  EXPECT_EQ(forced.text, sampled.text);
+  // The three keys (and the punctuation around them) are several tokens each.
+  EXPECT_LE(forced_steps + 8, sampled_steps) << forced.text;
+  const std::vector<Collected> batched =
+      run(true, {request(0), request(1), request(2), request(3)}, steps);
+  for (size_t i = 0; i < batched.size(); ++i) {
+    EXPECT_EQ(batched[i].tokens, run(false, {request(i)}, steps)[0].tokens) << "request " << i;
   }
 }
 
