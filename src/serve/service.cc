@@ -558,9 +558,19 @@ void Service::sample_and_emit(Job& job, std::span<const float> logits) {
     return finish(job, event, FinishReason::kError,
                   Status(ErrorCode::kInternal, "the grammar allows no token after this text"));
   }
-  Result<int32_t> sampled = job.sampler.sample(row);
-  if (!sampled.ok()) return finish(job, event, FinishReason::kError, sampled.status());
-  const int32_t token = *sampled;
+  // Fast-forward: a token the grammar forces is taken without sampling. The mask that says so
+  // was computed during this step's forward pass; only after a forced token are the next masks
+  // computed here, each in place of a forward pass.
+  const bool fast_forward = job.request.constraint && config_.fast_forward && !job.request.logprobs;
+  std::optional<int32_t> forced = fast_forward ? only_allowed_token(job) : std::nullopt;
+  int32_t token = 0;
+  if (forced) {
+    token = *forced;
+  } else {
+    Result<int32_t> sampled = job.sampler.sample(row);
+    if (!sampled.ok()) return finish(job, event, FinishReason::kError, sampled.status());
+    token = *sampled;
+  }
   if (job.matcher && !job.request.constraint->consume_token(*job.matcher, token)) {
     const std::vector<int32_t>& eog = job.request.eog_tokens;
     if (std::find(eog.begin(), eog.end(), token) == eog.end()) {
@@ -575,26 +585,24 @@ void Service::sample_and_emit(Job& job, std::span<const float> logits) {
     logprobs = *lp;
   }
   if (!emit_token(job, token, logprobs, event)) return;
-  // Fast-forward: tokens the grammar forces follow at once; the next step feeds them all.
-  if (job.request.constraint && config_.fast_forward && !job.request.logprobs) {
-    for (size_t n = 0; n < ServiceConfig::kMaxForcedPerStep; ++n) {
-      const std::optional<int32_t> forced = forced_token(job);
-      if (!forced) break;
-      job.mask_ready = false;
-      if (!job.request.constraint->consume_token(*job.matcher, *forced)) {
-        return finish(job, event, FinishReason::kError,
-                      Status(ErrorCode::kInternal, "the grammar refuses the token it forced"));
-      }
-      if (!emit_token(job, *forced, std::nullopt, event)) return;
+  // The tokens forced after a forced one follow at once; the next step feeds them all.
+  for (size_t n = 1; forced && n < ServiceConfig::kMaxForcedPerStep; ++n) {
+    constrain::compute_step_mask(*job.request.constraint, *job.matcher, job.request.eog_tokens,
+                                 job.mask);
+    job.mask_ready = true;  // if nothing is forced, the next step samples from this mask
+    forced = only_allowed_token(job);
+    if (!forced) break;
+    job.mask_ready = false;
+    if (!job.request.constraint->consume_token(*job.matcher, *forced)) {
+      return finish(job, event, FinishReason::kError,
+                    Status(ErrorCode::kInternal, "the grammar refuses the token it forced"));
     }
+    if (!emit_token(job, *forced, std::nullopt, event)) return;
   }
   job.handle->push(std::move(event));
 }
 
-std::optional<int32_t> Service::forced_token(Job& job) {
-  constrain::compute_step_mask(*job.request.constraint, *job.matcher, job.request.eog_tokens,
-                               job.mask);
-  job.mask_ready = true;  // if nothing is forced, the next step samples from this mask
+std::optional<int32_t> Service::only_allowed_token(const Job& job) const {
   std::optional<int32_t> only;
   for (size_t w = 0; w < job.mask.size(); ++w) {
     for (uint64_t bits = job.mask[w]; bits != 0; bits &= bits - 1) {

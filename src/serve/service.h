@@ -56,9 +56,11 @@ struct ServiceConfig {
   size_t min_prefix_reuse_tokens = 16;
   std::vector<int32_t> eog_tokens;  // used by requests that name none
   // Fast-forward: a token that a request's grammar forces (the only one it allows) is emitted
-  // without sampling, and the tokens forced in a row are fed together in the next step (one
-  // forward pass for all; the keys of an object in definition order are forced). Requests
-  // that ask for logprobs sample every token. Off only to compare.
+  // without sampling, and the tokens forced after it are fed together with it in the next step
+  // (one forward pass for all; the keys of an object in definition order are forced). The
+  // first one is found by the mask computed during the forward pass, so the masks computed on
+  // the loop thread are only those that replace a pass. Requests that ask for logprobs sample
+  // every token. Off only to compare.
   bool fast_forward = true;
   static constexpr size_t kMaxForcedPerStep = 64;
   // The clock deadlines are checked against (tests pass a fake one). Timings use steady_clock.
@@ -124,9 +126,8 @@ class Service {
   // Adds a chosen token to the job's output and `event`; false when that finished the job.
   bool emit_token(Job& job, int32_t token, std::optional<Logprobs> logprobs,
                   GenerationEvent& event);
-  // The token the job's grammar forces next, if it allows exactly one (computes the mask of
-  // the next step, kept for it when nothing is forced).
-  std::optional<int32_t> forced_token(Job& job);
+  // The token the job's mask (job.mask) allows alone, unless that is an end of generation.
+  std::optional<int32_t> only_allowed_token(const Job& job) const;
   std::span<const float> constrain_logits(Job& job, std::span<const float> logits);
   // An embedding job's hidden rows of this step; finishes it once its prompt has run.
   void pool_and_emit(Job& job, std::span<const float> hidden_rows);
