@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "tensor/half.h"
+#include "tensor/quant_iq4.h"
 #include "tensor/quant_k.h"
 #include "tensor/quant_legacy.h"
 
@@ -14,9 +15,9 @@ namespace {
 
 using T = TensorType;
 
-constexpr std::array kWeightTypes = {T::kF32,  T::kF16,  T::kBF16, T::kQ8_0, T::kQ4_0,
-                                     T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ2_K, T::kQ3_K,
-                                     T::kQ4_K, T::kQ5_K, T::kQ6_K};
+constexpr std::array kWeightTypes = {T::kF32,  T::kF16,  T::kBF16, T::kQ8_0,   T::kQ4_0,
+                                     T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ2_K,   T::kQ3_K,
+                                     T::kQ4_K, T::kQ5_K, T::kQ6_K, T::kIQ4_NL, T::kIQ4_XS};
 
 template <typename Block>
 std::span<Block> blocks_of(std::span<uint8_t> bytes) {
@@ -90,6 +91,10 @@ void quantize_row(TensorType type, std::span<const float> src, std::span<uint8_t
       return quantize_row_q6_k(src, blocks_of<BlockQ6_K>(dst));
     case T::kQ8_K:
       return quantize_row_q8_k(src, blocks_of<BlockQ8_K>(dst));
+    case T::kIQ4_NL:
+      return quantize_row_iq4_nl(src, blocks_of<BlockIQ4_NL>(dst));
+    case T::kIQ4_XS:
+      return quantize_row_iq4_xs(src, blocks_of<BlockIQ4_XS>(dst));
     default:
       SYN_CHECK(false, "no quantizer for this tensor type");
   }
@@ -129,6 +134,10 @@ void dequantize_row(TensorType type, std::span<const uint8_t> src, std::span<flo
       return dequantize_row_q6_k(blocks_of<BlockQ6_K>(src), dst);
     case T::kQ8_K:
       return dequantize_row_q8_k(blocks_of<BlockQ8_K>(src), dst);
+    case T::kIQ4_NL:
+      return dequantize_row_iq4_nl(blocks_of<BlockIQ4_NL>(src), dst);
+    case T::kIQ4_XS:
+      return dequantize_row_iq4_xs(blocks_of<BlockIQ4_XS>(src), dst);
     default:
       SYN_CHECK(false, "no dequantizer for this tensor type");
   }

@@ -13,7 +13,7 @@
 namespace synapse {
 
 // Weight types with a reference quantizer, dequantizer and dot product: F32, F16, BF16, Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS.
 bool is_weight_type(TensorType type);
 std::span<const TensorType> weight_types();
 // The activation formats the dot products use: Q8_0, Q8_1, Q8_K (F32 activations need none).
