@@ -79,7 +79,8 @@ std::vector<float> decode_by_definition(TensorType type, const uint8_t* row, siz
     for (size_t b = 0; b < n / 32; ++b) {
       const uint8_t* block = row + 18 * b;
       const float d = f16_to_f32(read16(block));
-      for (size_t j = 0; j < 32; ++j) out[32 * b + j] = d * static_cast<float>(element(block + 2, j));
+      for (size_t j = 0; j < 32; ++j)
+        out[32 * b + j] = d * static_cast<float>(element(block + 2, j));
     }
     return out;
   }
@@ -88,7 +89,8 @@ std::vector<float> decode_by_definition(TensorType type, const uint8_t* row, siz
     const float d = f16_to_f32(read16(block));
     const uint16_t scales_h = read16(block + 2);
     for (size_t s = 0; s < 8; ++s) {
-      const int ls = ((block[4 + s / 2] >> (4 * (s % 2))) & 0x0F) | (((scales_h >> (2 * s)) & 3) << 4);
+      const int ls =
+          ((block[4 + s / 2] >> (4 * (s % 2))) & 0x0F) | (((scales_h >> (2 * s)) & 3) << 4);
       const float dl = d * static_cast<float>(ls - 32);
       for (size_t j = 0; j < 32; ++j) {
         out[256 * b + 32 * s + j] = dl * static_cast<float>(element(block + 8 + 16 * s, j));
@@ -122,7 +124,8 @@ TEST_P(Iq4FixtureTest, DequantizeMatchesTheDefinitionExactly) {
       for (size_t c = 0; c < cols; ++c) {
         const double d = static_cast<double>(got[c]) - static_cast<double>(source[r * cols + c]);
         err2 += d * d;
-        ref2 += static_cast<double>(source[r * cols + c]) * static_cast<double>(source[r * cols + c]);
+        ref2 +=
+            static_cast<double>(source[r * cols + c]) * static_cast<double>(source[r * cols + c]);
       }
     }
     EXPECT_EQ(mismatches, 0u);

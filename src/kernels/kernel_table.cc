@@ -80,12 +80,14 @@ TensorType activation_type(TensorType weight_type) {
     case TensorType::kQ4_1:
     case TensorType::kQ5_0:
     case TensorType::kQ5_1:
+    case TensorType::kIQ4_NL:
       return TensorType::kQ8_0;
     case TensorType::kQ2_K:
     case TensorType::kQ3_K:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
+    case TensorType::kIQ4_XS:
       return TensorType::kQ8_K;
     default:
       return TensorType::kF32;

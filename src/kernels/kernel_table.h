@@ -33,9 +33,9 @@ std::string_view isa_level_name(IsaLevel level);
 std::optional<IsaLevel> isa_level_from_name(std::string_view name);
 
 // The activation format a weight type's quantized dot product takes: Q8_0 for the 32-element
-// block types, Q8_K for the K-quants, F32 for F32/F16/BF16. (Q4_1/Q5_1 pair with Q8_0 rather than
-// ggml's Q8_1: the activation sums are computed exactly from the quants instead of read from
-// Q8_1's F16-rounded `s`.)
+// block types (IQ4_NL included), Q8_K for the K-quants and IQ4_XS, F32 for F32/F16/BF16. (Q4_1/Q5_1
+// pair with Q8_0 rather than ggml's Q8_1: the activation sums are computed exactly from the quants
+// instead of read from Q8_1's F16-rounded `s`.)
 TensorType activation_type(TensorType weight_type);
 
 // One tile of a matrix product: y[c * y_stride + r] = dot(W row r, X column c), r < n_rows,

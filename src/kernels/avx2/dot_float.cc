@@ -158,6 +158,8 @@ void fill_float_dots(KernelTable& table) {
   set_f32(T::kQ4_K, dot_dequantized<T::kQ4_K>);
   set_f32(T::kQ5_K, dot_dequantized<T::kQ5_K>);
   set_f32(T::kQ6_K, dot_dequantized<T::kQ6_K>);
+  set_f32(T::kIQ4_NL, dot_dequantized<T::kIQ4_NL>);
+  set_f32(T::kIQ4_XS, dot_dequantized<T::kIQ4_XS>);
 }
 
 }  // namespace synapse::avx2

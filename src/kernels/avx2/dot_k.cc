@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// AVX2 dot products of the K-quants with Q8_K activations. Each weight super-block is first
-// unpacked into 256 unsigned levels plus sixteen 16-element sub-block scales and mins (the
+// AVX2 dot products of the K-quants (and IQ4_XS) with Q8_K activations. Each weight super-block is
+// first unpacked into 256 unsigned levels plus sixteen 16-element sub-block scales and mins (the
 // per-type part), then one integer kernel serves every type and every activation column:
 //   sum_s scale_s * (sum_i q_i x_i - offset * bsum_s)  and  sum_s min_s * bsum_s,
 // exact in int32 (at most 16 * 128 * 16002 < 2^25), scaled by d and dmin in float. Nothing is
@@ -141,6 +141,44 @@ struct Q6K {
   }
 };
 
+// IQ4_XS: eight 32-element sub-blocks of table-looked-up signed values (no min); the unpacked
+// "levels" are those signed values, so the product takes |value| and moves its sign onto the
+// activation (vpsignb), as for Q8_0 weights: at most 127 * 127 * 2 per pair, no saturation.
+struct IQ4XS {
+  static constexpr size_t kBytes = 136;
+  static constexpr int kOffset = 0;
+  static constexpr bool kSigned = true;
+  static void unpack(const uint8_t* b, Unpacked& u) {
+    const __m256i table =
+        _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+                         -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    for (int s = 0; s < 8; ++s) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 32 * s),
+                         _mm256_shuffle_epi8(table, unpack_nibbles_16(b + 8 + 16 * s)));
+    }
+    const uint32_t high = load_u16(b + 2);
+    alignas(32) int16_t scales[16];
+    for (int s = 0; s < 8; ++s) {
+      const int low = (b[4 + s / 2] >> (4 * (s % 2))) & 0x0F;
+      const int ls = (low | static_cast<int>(((high >> (2 * s)) & 3U) << 4)) - 32;
+      scales[2 * s] = scales[2 * s + 1] = static_cast<int16_t>(ls);
+    }
+    u.scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(scales));
+    u.mins = _mm256_setzero_si256();
+    u.d = f16_to_f32(load_u16(b));
+    u.dmin = 0.0f;
+  }
+};
+
+template <typename W>
+constexpr bool is_signed() {
+  if constexpr (requires { W::kSigned; }) {
+    return W::kSigned;
+  } else {
+    return false;
+  }
+}
+
 // Chunk j (32 elements) of a super-block: [scale of sub-block 2j x 8, of 2j+1 x 8] as int16,
 // the factor vpmaddwd applies to the chunk's int16 pair sums.
 inline __m256i chunk_scales(__m256i scales, int j) {
@@ -175,7 +213,10 @@ void dot_k(const DotTile& t) {
 #pragma GCC unroll 8
           for (int j = 0; j < 8; ++j) {
             const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * j));
-            const __m256i pairs = _mm256_maddubs_epi16(q, load_256(xq + 32 * j));
+            const __m256i xj = load_256(xq + 32 * j);
+            const __m256i pairs =
+                is_signed<W>() ? _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(xj, q))
+                               : _mm256_maddubs_epi16(q, xj);
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, sc[j]));
           }
           const __m256i bsums = load_256(xb + 260);
@@ -203,6 +244,7 @@ void fill_k_dots(KernelTable& table) {
   table.weights[static_cast<uint32_t>(TensorType::kQ4_K)].dot = dot_k<Q4K>;
   table.weights[static_cast<uint32_t>(TensorType::kQ5_K)].dot = dot_k<Q5K>;
   table.weights[static_cast<uint32_t>(TensorType::kQ6_K)].dot = dot_k<Q6K>;
+  table.weights[static_cast<uint32_t>(TensorType::kIQ4_XS)].dot = dot_k<IQ4XS>;
 }
 
 }  // namespace synapse::avx2

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// AVX2 dot products of the 32-element block types with Q8_0 activations. Each block's integer
-// dot product is exact (vpmaddubsw on unsigned levels and signed activations cannot saturate:
-// at most 31 * 127 * 2 < 2^15, and 128 * 127 * 2 for Q8_0 through the sign trick); blocks are
-// scaled and accumulated in float lanes. Register tiles: 1 row x 1 column (decode) and
-// 2 rows x 2 columns (batched decode).
+// AVX2 dot products of the 32-element block types (IQ4_NL included) with Q8_0 activations. Each
+// block's integer dot product is exact (vpmaddubsw on unsigned levels and signed activations cannot
+// saturate: at most 31 * 127 * 2 < 2^15, and 128 * 127 * 2 for Q8_0 through the sign trick); blocks
+// are scaled and accumulated in float lanes. Register tiles: 1 row x 1 column (decode) and 2 rows x
+// 2 columns (batched decode).
 #include "kernels/avx2/avx2_internal.h"
 #include "kernels/avx2/simd_avx2.h"
 
@@ -63,6 +63,22 @@ struct Q5_1 {
     return _mm256_or_si256(unpack_nibbles_16(b + 8), high);
   }
   static float min(const uint8_t* b) { return f16_to_f32(load_u16(b + 2)); }
+};
+
+// IQ4_NL: the nibbles index a table of sixteen signed values (vpshufb looks them up in each
+// 128-bit lane), used like Q8_0's signed weights; |value| <= 127 keeps vpmaddubsw exact.
+struct IQ4_NL {
+  static constexpr bool kSigned = true;
+  static constexpr size_t kBytes = 18;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = false;
+  static __m256i levels(const uint8_t* b) {
+    const __m256i table =
+        _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+                         -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    return _mm256_shuffle_epi8(table, unpack_nibbles_16(b + 2));
+  }
+  static float min(const uint8_t* /*b*/) { return 0.0f; }
 };
 
 template <typename W, size_t R, size_t C>
@@ -155,6 +171,7 @@ void fill_legacy_dots(KernelTable& table) {
   table.weights[static_cast<uint32_t>(TensorType::kQ4_1)].dot = dot<Q4_1>;
   table.weights[static_cast<uint32_t>(TensorType::kQ5_0)].dot = dot<Q5_0>;
   table.weights[static_cast<uint32_t>(TensorType::kQ5_1)].dot = dot<Q5_1>;
+  table.weights[static_cast<uint32_t>(TensorType::kIQ4_NL)].dot = dot<IQ4_NL>;
 }
 
 }  // namespace synapse::avx2

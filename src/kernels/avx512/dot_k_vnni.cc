@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// AVX-512 VNNI dot products of the K-quants with Q8_K activations, for decode.
+// AVX-512 VNNI dot products of the K-quants (and IQ4_XS) with Q8_K activations, for decode.
 //
 // A 256-element super-block is four "chunks" of 64 unsigned weight levels. Per chunk, vpmaddubsw
 // multiplies the levels by 64 signed activations into pairs of int16 (no saturation: at most
@@ -55,14 +55,51 @@ inline size_t k4_position(size_t e) {
   return 64 * chunk + 32 * (group % 2) + l;
 }
 
+// IQ4_XS chunks: the low nibbles of sub-blocks 0-3 (their elements 0-15, 16 bytes each), then
+// their high nibbles (elements 16-31), then the same for sub-blocks 4-7.
+inline size_t iq4_xs_position(size_t e) {
+  const size_t s = e / 32, l = e % 32;
+  return 64 * (2 * (s / 4) + l / 16) + 16 * (s % 4) + l % 16;
+}
+
+// The order a type's unpacked levels come in: natural, Q4_K/Q5_K's, IQ4_XS's.
+enum class Order : uint8_t { kNatural, kK4, kIq4Xs };
+
+inline size_t position(Order order, size_t e) {
+  switch (order) {
+    case Order::kK4:
+      return k4_position(e);
+    case Order::kIq4Xs:
+      return iq4_xs_position(e);
+    default:
+      return e;
+  }
+}
+
 // Word w (an int16 pair of chunk bytes 2w, 2w+1) of chunk j: its 16-element sub-block.
-template <bool kK4Order>
+template <Order kOrder>
 __m512i word_subblock_index(size_t j) {
   alignas(64) int16_t index[32];
   for (size_t w = 0; w < 32; ++w) {
-    index[w] = static_cast<int16_t>(kK4Order ? 2 * kK4First[j] + (w < 16 ? 0 : 4) : 4 * j + w / 8);
+    size_t sub = 4 * j + w / 8;
+    if (kOrder == Order::kK4) sub = 2 * kK4First[j] + (w < 16 ? 0 : 4);
+    if (kOrder == Order::kIq4Xs) sub = 2 * (4 * (j / 2) + w / 8) + j % 2;
+    index[w] = static_cast<int16_t>(sub);
   }
   return _mm512_load_si512(index);
+}
+
+// 32 int16 pair sums of levels * x. Signed levels (IQ4_XS) give vpmaddubsw their magnitude and
+// move their sign onto x (AVX-512 has no vpsignb: a masked negation).
+template <typename W>
+inline __m512i level_products(__m512i levels, __m512i x) {
+  if constexpr (W::kSigned) {
+    const __mmask64 negative = _mm512_movepi8_mask(levels);
+    return _mm512_maddubs_epi16(_mm512_abs_epi8(levels),
+                                _mm512_mask_sub_epi8(x, negative, _mm512_setzero_si512(), x));
+  } else {
+    return _mm512_maddubs_epi16(levels, x);
+  }
 }
 
 // Q4_K/Q5_K: the 6-bit scales and mins, each written twice (for both 16-element halves).
@@ -119,7 +156,8 @@ struct Q2K {
   static constexpr size_t kBytes = 84;
   static constexpr int kOffsetShift = -1;  // no offset
   static constexpr bool kHasMin = true;
-  static constexpr bool kK4Order = false;
+  static constexpr Order kOrder = Order::kNatural;
+  static constexpr bool kSigned = false;
   static void unpack(const uint8_t* b, Unpacked& u) {
     two_bit_chunks(b + 16, u);
     const __m256i packed =
@@ -135,7 +173,8 @@ struct Q3K {
   static constexpr size_t kBytes = 110;
   static constexpr int kOffsetShift = 2;  // levels are 4 above the value
   static constexpr bool kHasMin = false;
-  static constexpr bool kK4Order = false;
+  static constexpr Order kOrder = Order::kNatural;
+  static constexpr bool kSigned = false;
   static void unpack(const uint8_t* b, Unpacked& u) {
     two_bit_chunks(b + 32, u);
     // Third bit of element 128 h + 32 p + l is bit 4 h + p of hmask[l]; chunk j: bits 2j, 2j+1.
@@ -155,7 +194,8 @@ struct Q4K {
   static constexpr size_t kBytes = 144;
   static constexpr int kOffsetShift = -1;
   static constexpr bool kHasMin = true;
-  static constexpr bool kK4Order = true;
+  static constexpr Order kOrder = Order::kK4;
+  static constexpr bool kSigned = false;
   static void unpack(const uint8_t* b, Unpacked& u) {
     k4_nibble_chunks(b + 16, u);
     k4_scales_mins(b + 4, u);
@@ -168,7 +208,8 @@ struct Q5K {
   static constexpr size_t kBytes = 176;
   static constexpr int kOffsetShift = -1;
   static constexpr bool kHasMin = true;
-  static constexpr bool kK4Order = true;
+  static constexpr Order kOrder = Order::kK4;
+  static constexpr bool kSigned = false;
   static void unpack(const uint8_t* b, Unpacked& u) {
     k4_nibble_chunks(b + 48, u);
     // Fifth bit of element 32 s + l is bit s of qh[l]; chunk j holds sub-blocks a and a + 2.
@@ -188,7 +229,8 @@ struct Q6K {
   static constexpr size_t kBytes = 210;
   static constexpr int kOffsetShift = 5;  // levels are 32 above the value
   static constexpr bool kHasMin = false;
-  static constexpr bool kK4Order = false;
+  static constexpr Order kOrder = Order::kNatural;
+  static constexpr bool kSigned = false;
   static void unpack(const uint8_t* b, Unpacked& u) {
     const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3);
 #pragma GCC unroll 2
@@ -210,6 +252,41 @@ struct Q6K {
   }
 };
 
+// IQ4_XS: the 4-bit indices looked up in kIq4Values (signed levels, no offset, no min); each
+// 32-element sub-block's scale ls - 32 written for both of its 16-element halves.
+struct IQ4XS {
+  static constexpr size_t kBytes = 136;
+  static constexpr int kOffsetShift = -1;
+  static constexpr bool kHasMin = false;
+  static constexpr Order kOrder = Order::kIq4Xs;
+  static constexpr bool kSigned = true;
+  static void unpack(const uint8_t* b, Unpacked& u) {
+    const __m512i table = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+    const __m512i mask = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 2
+    for (size_t h = 0; h < 2; ++h) {
+      const __m512i q = _mm512_loadu_si512(b + 8 + 64 * h);
+      u.levels[2 * h] = _mm512_shuffle_epi8(table, _mm512_and_si512(q, mask));
+      u.levels[2 * h + 1] =
+          _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), mask));
+    }
+    // Scale s: nibble s % 2 of byte 4 + s / 2, plus bits 2s, 2s + 1 of scales_h as bits 4-5.
+    const uint32_t high = load_u16(b + 2);
+    const uint32_t low = load_u32(b + 4);
+    alignas(32) int16_t scales[16];
+#pragma GCC unroll 8
+    for (uint32_t s = 0; s < 8; ++s) {
+      const uint32_t ls = ((low >> (4 * s)) & 0x0Fu) | (((high >> (2 * s)) & 3u) << 4);
+      scales[2 * s] = scales[2 * s + 1] = static_cast<int16_t>(static_cast<int>(ls) - 32);
+    }
+    u.scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(scales));
+    u.mins = _mm256_setzero_si256();
+    u.d = f16_to_f32(load_u16(b));
+    u.dmin = 0.0f;
+  }
+};
+
 template <typename W>
 size_t prepared_bytes(size_t k) {
   return k / kQK * Layout::kBytes;
@@ -222,10 +299,8 @@ void prepare(const uint8_t* x, size_t k, uint8_t* out) {
     const uint8_t* block = x + b * kQ8KBytes;
     const auto* q = reinterpret_cast<const int8_t*>(block + 4);
     uint8_t* dst = out + b * Layout::kBytes;
-    // 32-element runs stay contiguous in either order.
-    for (size_t e = 0; e < kQK; e += 32) {
-      std::memcpy(dst + (W::kK4Order ? k4_position(e) : e), q + e, 32);
-    }
+    // 16-element runs stay contiguous in every order.
+    for (size_t e = 0; e < kQK; e += 16) std::memcpy(dst + position(W::kOrder, e), q + e, 16);
     std::memcpy(dst + Layout::kSums, block + 260, 32);
     std::memcpy(dst + Layout::kScale, block, sizeof(float));
   }
@@ -255,7 +330,7 @@ void row_kernel(const uint8_t* w, size_t n_blocks, const uint8_t* x, size_t x_st
       __m512i total = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (size_t j = 0; j < 4; ++j) {
-        const __m512i pairs = _mm512_maddubs_epi16(u.levels[j], _mm512_load_si512(xb + 64 * j));
+        const __m512i pairs = level_products<W>(u.levels[j], _mm512_load_si512(xb + 64 * j));
         total = _mm512_dpwssd_epi32(total, pairs, word_scale[j]);
       }
       const __m256i bsums = _mm256_load_si256(reinterpret_cast<const __m256i*>(xb + Layout::kSums));
@@ -308,7 +383,7 @@ void rows_kernel(const uint8_t* const* w, size_t n_blocks, const uint8_t* x,
       __m512i total = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (size_t j = 0; j < 4; ++j) {
-        const __m512i pairs = _mm512_maddubs_epi16(u.levels[j], _mm512_load_si512(xb + 64 * j));
+        const __m512i pairs = level_products<W>(u.levels[j], _mm512_load_si512(xb + 64 * j));
         total =
             _mm512_dpwssd_epi32(total, pairs, _mm512_permutexvar_epi16(word_subblock[j], scales));
       }
@@ -332,8 +407,8 @@ template <typename W>
 void dot(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
   const __m512i word_subblock[4] = {
-      word_subblock_index<W::kK4Order>(0), word_subblock_index<W::kK4Order>(1),
-      word_subblock_index<W::kK4Order>(2), word_subblock_index<W::kK4Order>(3)};
+      word_subblock_index<W::kOrder>(0), word_subblock_index<W::kOrder>(1),
+      word_subblock_index<W::kOrder>(2), word_subblock_index<W::kOrder>(3)};
   if (t.n_cols == 1) {  // decode: kStreams far-apart rows side by side
     for_row_streams<kStreams>(
         t.n_rows,
@@ -377,6 +452,7 @@ void fill_k_dots_vnni(KernelTable& table) {
   set<Q4K>(table, TensorType::kQ4_K);
   set<Q5K>(table, TensorType::kQ5_K);
   set<Q6K>(table, TensorType::kQ6_K);
+  set<IQ4XS>(table, TensorType::kIQ4_XS);
 }
 
 }  // namespace synapse::avx512

@@ -9,8 +9,9 @@
 // the four Q4/Q5 blocks. The activations are prepared once per column (dot_prepare): their int8
 // values without the interleaved scales, in the lane order the weights unpack to, with per-lane
 // corrections -offset * sum(x) that make the unsigned levels signed again (Q8_0: 128, Q4_0: 8,
-// Q5_0: 16), each lane's block scale as a float, and for the types with a min (Q4_1, Q5_1) a
-// quarter of dx * sum(x) of the lane's block (four lanes per block add up to it).
+// Q5_0: 16, IQ4_NL: 128 after its table lookup), each lane's block scale as a float, and for the
+// types with a min (Q4_1, Q5_1) a quarter of dx * sum(x) of the lane's block (four lanes per block
+// add up to it).
 #include <cstring>
 
 #include "kernels/avx2/simd_avx2.h"
@@ -31,8 +32,10 @@ constexpr size_t kStreams = 2;
 constexpr size_t kPrefetchBytes = 2048;
 
 template <size_t kBlockBytes, size_t kQsOffset, int kOff, bool kMin, int kQhOffset,
-          size_t kBlocksPerStep>
+          size_t kBlocksPerStep, bool kTable = false>
 struct Format {
+  // IQ4_NL: each nibble indexes kIq4Values; the level is that value + 128 (kOffset 128).
+  static constexpr bool kLookup = kTable;
   static constexpr size_t kBytes = kBlockBytes;
   static constexpr int kOffset = kOff;  // level of the value 0
   static constexpr bool kHasMin = kMin;
@@ -83,6 +86,7 @@ using Q4_0 = Format<18, 2, 8, false, -1, 4>;
 using Q4_1 = Format<20, 4, 0, true, -1, 4>;
 using Q5_0 = Format<22, 6, 16, false, 2, 4>;
 using Q5_1 = Format<24, 8, 0, true, 4, 4>;
+using IQ4_NL = Format<18, 2, 128, false, -1, 4, true>;
 
 // Where each part of a prepared column lives: per step, the activations (kStepXBytes), the
 // int32 corrections, the per-lane scales and (with a min) the per-lane dx * sum(x) / 4.
@@ -190,6 +194,14 @@ inline void load_step(const uint8_t* b, size_t n_valid, const uint8_t* row_end,
     const __m512i mask = _mm512_set1_epi8(0x0F);
     lo = _mm512_and_si512(packed, mask);
     hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), mask);
+    if constexpr (W::kLookup) {  // kIq4Values + 128, looked up in every 128-bit lane
+      const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8(
+          1, 24, 45, 63, 79, 93, 106, 118, static_cast<char>(129), static_cast<char>(141),
+          static_cast<char>(153), static_cast<char>(166), static_cast<char>(181),
+          static_cast<char>(197), static_cast<char>(217), static_cast<char>(241)));
+      lo = _mm512_shuffle_epi8(table, lo);
+      hi = _mm512_shuffle_epi8(table, hi);
+    }
     if constexpr (W::kQh >= 0) {  // Q5: add 16 where the fifth bit is set
       const __m128i bits =
           _mm512_castsi512_si128(_mm512_permutex2var_epi16(first, ix.high_bits, second));
@@ -319,6 +331,7 @@ void fill_legacy_dots_vnni(KernelTable& table) {
   set<Q4_1>(table, TensorType::kQ4_1);
   set<Q5_0>(table, TensorType::kQ5_0);
   set<Q5_1>(table, TensorType::kQ5_1);
+  set<IQ4_NL>(table, TensorType::kIQ4_NL);
 }
 
 }  // namespace synapse::avx512

@@ -71,6 +71,10 @@ DotTileFn f32_kernel(TensorType type) {
       return dot_f32_tile<T::kQ5_K, kMagnitude>;
     case T::kQ6_K:
       return dot_f32_tile<T::kQ6_K, kMagnitude>;
+    case T::kIQ4_NL:
+      return dot_f32_tile<T::kIQ4_NL, kMagnitude>;
+    case T::kIQ4_XS:
+      return dot_f32_tile<T::kIQ4_XS, kMagnitude>;
     default:
       return nullptr;
   }

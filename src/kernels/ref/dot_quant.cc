@@ -5,11 +5,13 @@
 // sum absolute values instead (the scale of the rounding error, see kernels/tolerance.h).
 //
 // Integer ranges (why int32 is exact): a Q8_0 block sum is at most 32 * 128 * 128 = 2^19; a
-// K-quant super-block sum of scale * sum(q * x) is at most 16 * 128 * (16 * 32 * 127) < 2^28.
+// K-quant super-block sum of scale * sum(q * x) is at most 16 * 128 * (16 * 32 * 127) < 2^28;
+// an IQ4_XS one 8 * 32 * (32 * 127 * 128) < 2^28.
 #include <cstdlib>
 
 #include "kernels/ref/ref_kernels.h"
 #include "tensor/half.h"
+#include "tensor/quant_iq4.h"
 #include "tensor/quant_k.h"
 #include "tensor/quant_legacy.h"
 
@@ -90,6 +92,12 @@ template <bool kMagnitude>
 float dot_q5_1(const uint8_t* w, const uint8_t* x, size_t k) {
   return dot_legacy<kMagnitude, BlockQ5_1>(
       w, x, k, [](const BlockQ5_1& b, int j) { return q5_value(b.qs, b.qh, j); });
+}
+
+template <bool kMagnitude>
+float dot_iq4_nl(const uint8_t* w, const uint8_t* x, size_t k) {
+  return dot_legacy<kMagnitude, BlockIQ4_NL>(
+      w, x, k, [](const BlockIQ4_NL& b, int j) { return iq4_value(b.qs, j); });
 }
 
 // --- K-quants against Q8_K ------------------------------------------------------------------
@@ -190,6 +198,16 @@ float dot_q6_k(const uint8_t* w, const uint8_t* x, size_t k) {
       [](const BlockQ6_K& /*b*/, int s) { return no_min(s); });
 }
 
+// IQ4_XS: eight 32-element sub-blocks with signed scales and no min (a K-quant in all but the
+// value table).
+template <bool kMagnitude>
+float dot_iq4_xs(const uint8_t* w, const uint8_t* x, size_t k) {
+  return dot_k<kMagnitude, BlockIQ4_XS>(
+      w, x, k, 32,
+      [](const BlockIQ4_XS& b, int e) { return iq4_value(b.qs + 16 * (e / 32), e % 32); },
+      iq4_xs_scale, [](const BlockIQ4_XS& /*b*/, int s) { return no_min(s); });
+}
+
 using RowDot = float (*)(const uint8_t* w, const uint8_t* x, size_t k);
 
 template <RowDot kDot>
@@ -224,6 +242,10 @@ DotTileFn quant_dot_kernel(TensorType type) {
       return tile<dot_q5_k<kMagnitude>>;
     case TensorType::kQ6_K:
       return tile<dot_q6_k<kMagnitude>>;
+    case TensorType::kIQ4_NL:
+      return tile<dot_iq4_nl<kMagnitude>>;
+    case TensorType::kIQ4_XS:
+      return tile<dot_iq4_xs<kMagnitude>>;
     default:
       return nullptr;
   }

@@ -41,6 +41,10 @@ DequantizeFn dequantize_kernel(TensorType type) {
       return dequantize_row_of<T::kQ5_K>;
     case T::kQ6_K:
       return dequantize_row_of<T::kQ6_K>;
+    case T::kIQ4_NL:
+      return dequantize_row_of<T::kIQ4_NL>;
+    case T::kIQ4_XS:
+      return dequantize_row_of<T::kIQ4_XS>;
     default:
       return nullptr;
   }
