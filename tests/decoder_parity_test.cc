@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Decoder parity against the fixtures (reference/logits/README in the fixtures' README.md):
 // - stories260K greedy from BOS reproduces its author's text at 200 and 256 steps;
-// - every reference model's logits are judged against the exact float64 forward pass: F32
+// - every reference model's logits (and those of the IQ4_NL/IQ4_XS encodings of tiny-llama, against
+//   their F32 parent's exact logits) are judged against the exact float64 forward pass: F32
 //   within 1e-4 everywhere with llama.cpp's greedy continuation; every other encoding with an
 //   RMS distance to exact no larger than llama.cpp's and the argmax of exact wherever exact's
 //   top-2 margin exceeds twice llama.cpp's largest error. Quantized weights are run both ways:
@@ -102,7 +103,21 @@ Distance distance(const std::vector<float>& a, const std::vector<float>& b) {
 struct Case {
   std::string name;   // file stem
   std::string model;  // path
+  std::string dir;    // where <name>.tokens.json and <name>.logits.f32 are
+  std::string exact;  // the float64 logits to judge against
 };
+
+// The IQ4 encodings of tiny-llama (reference/arch) have no exact logits of their own: they are
+// judged against their F32 parent's, like llama.cpp's logits for them.
+void add_iq4_cases(std::vector<Case>& cases) {
+  const auto arch = testing::find_fixture("reference/arch");
+  const auto parent_exact = testing::find_fixture("reference/logits/tiny-llama-f32.exact.f32");
+  if (!arch || !parent_exact) return;
+  for (const char* name : {"tiny-llama-iq4_nl", "tiny-llama-iq4_xs"}) {
+    const std::string model = *arch + "/" + name + ".gguf";
+    if (std::filesystem::exists(model)) cases.push_back({name, model, *arch, *parent_exact});
+  }
+}
 
 std::vector<Case> reference_cases() {
   std::vector<Case> cases;
@@ -121,11 +136,16 @@ std::vector<Case> reference_cases() {
       if (!m) continue;
       model = *m;
     }
-    cases.push_back({stem, model});
+    cases.push_back({stem, model, *dir, *dir + "/" + stem + ".exact.f32"});
   }
+  add_iq4_cases(cases);
   std::sort(cases.begin(), cases.end(),
             [](const Case& a, const Case& b) { return a.name < b.name; });
   return cases;
+}
+
+bool is_parent_exact_case(const Case& c) {
+  return c.exact.find(c.name + ".exact.f32") == std::string::npos;
 }
 
 bool is_f32_case(const std::string& name) {
@@ -134,21 +154,21 @@ bool is_f32_case(const std::string& name) {
 
 TEST(DecoderParity, ReferenceLogitsTable) {
   SYN_REQUIRE_FIXTURE(dir, "reference/logits/exact_vs_llamacpp.json");
-  const std::string root = std::filesystem::path(dir).parent_path().string();
+  SYN_REQUIRE_FIXTURE(iq4, "reference/arch/tiny-llama-iq4_xs.gguf");
   const std::vector<Case> cases = reference_cases();
   ASSERT_FALSE(cases.empty());
   std::string table =
       "| file | RMS to exact (ours) | RMS to exact (llama.cpp) | ratio | max abs (ours) | max abs "
       "(llama.cpp) | argmax = exact | greedy = llama.cpp | RMS, F32 activations | max abs, F32 "
-      "activations |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n";
+      "activations | RMS to llama.cpp |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const Json tokens = Json::parse(testing::read_file_text(root + "/" + c.name + ".tokens.json"));
+    const Json tokens = Json::parse(testing::read_file_text(c.dir + "/" + c.name + ".tokens.json"));
     const auto ids = tokens["input_ids"].get<std::vector<int32_t>>();
     const auto greedy_ref = tokens["greedy_ids"].get<std::vector<int32_t>>();
-    const std::vector<float> exact = read_f32(root + "/" + c.name + ".exact.f32");
-    const std::vector<float> reference = read_f32(root + "/" + c.name + ".logits.f32");
+    const std::vector<float> exact = read_f32(c.exact);
+    const std::vector<float> reference = read_f32(c.dir + "/" + c.name + ".logits.f32");
     const ModelRun run =
         run_model(c.model, ids, greedy_ref.size(), 1, selected_kernels(), DotPath::kQuantized);
     ASSERT_EQ(run.logits.size(), exact.size());
@@ -186,17 +206,21 @@ TEST(DecoderParity, ReferenceLogitsTable) {
     // The exact-activation path: at least as accurate as llama.cpp without any margin.
     const ModelRun f32 = run_model(c.model, ids, 0, 1, selected_kernels(), DotPath::kF32);
     const Distance ours_f32 = distance(f32.logits, exact);
-    if (!is_f32_case(c.name)) {
+    if (is_parent_exact_case(c)) {
+      // Against the parent's exact logits the distance is the weights' own quantization error
+      // (RMS ~0.83, the same weights on both sides) plus activation rounding (~0.05) in a random
+      // direction, so F32 activations need not win; the bound (ratio <= 1.02) holds.
+      EXPECT_LE(ours_f32.rms, theirs.rms * (1.0 + kRmsMargin)) << "F32 activations";
+    } else if (!is_f32_case(c.name)) {
       EXPECT_LE(ours_f32.rms, theirs.rms) << "F32 activations";
     }
     char line[512];
     std::snprintf(line, sizeof line,
-                  "| %s | %.3g | %.3g | %.2f | %.3g | %.3g | %zu/%zu | %s | %.3g | %.3g |\n",
+                  "| %s | %.3g | %.3g | %.2f | %.3g | %.3g | %zu/%zu | %s | %.3g | %.3g | %.3g |\n",
                   c.name.c_str(), ours.rms, theirs.rms, ours.rms / theirs.rms, ours.max_abs,
                   theirs.max_abs, agree, n, greedy_same ? "yes" : "no", ours_f32.rms,
-                  ours_f32.max_abs);
+                  ours_f32.max_abs, vs_ref.rms);
     table += line;
-    (void)vs_ref;
   }
   std::printf("%s", table.c_str());
   if (const char* out = std::getenv("SYNAPSE_PARITY_TABLE")) {
