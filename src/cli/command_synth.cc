@@ -60,7 +60,8 @@ void add_synth_command(CLI::App& app, int& exit_code) {
                   "Encoders: add a classification head (cls.* tensors, a cross-encoder "
                   "reranker) with this many outputs");
   add_type_option(cmd, "--type", o->type_all,
-                  "Type of every matrix: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k")
+                  "Type of every matrix: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k, "
+                  "iq4_nl, iq4_xs")
       ->capture_default_str();
   add_type_option(cmd, "--type-embd", o->type_embd, "Type of token_embd");
   add_type_option(cmd, "--type-attn", o->type_attn, "Type of attention matrices");

@@ -57,6 +57,10 @@ uint32_t file_type_for(TensorType type) {
       return 18;
     case TensorType::kBF16:
       return 32;
+    case TensorType::kIQ4_NL:
+      return 25;
+    case TensorType::kIQ4_XS:
+      return 30;
     default:
       return 0;
   }
@@ -133,7 +137,8 @@ Status fill_weight(const WeightPlan& plan, uint64_t seed, std::span<uint8_t> out
 Status check_type(TensorType type, std::string_view option) {
   if (is_weight_type(type)) return ok_status();
   return Status(ErrorCode::kUnsupported,
-                "synth writes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q2_K..Q6_K, not " +
+                "synth writes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL and "
+                "IQ4_XS, not " +
                     std::string(tensor_type_name(type)),
                 ErrorWhere{.field = std::string(option)});
 }

@@ -114,10 +114,21 @@ TEST(SynthModel, EveryWeightTypeRoundTrips) {
     double max_relative_rms;
   };
   constexpr Case kCases[] = {
-      {TensorType::kF16, 0.001}, {TensorType::kBF16, 0.005}, {TensorType::kQ8_0, 0.01},
-      {TensorType::kQ6_K, 0.04}, {TensorType::kQ5_0, 0.08},  {TensorType::kQ5_1, 0.08},
-      {TensorType::kQ5_K, 0.08}, {TensorType::kQ4_0, 0.16},  {TensorType::kQ4_1, 0.16},
-      {TensorType::kQ4_K, 0.16}, {TensorType::kQ3_K, 0.35},  {TensorType::kQ2_K, 0.8}};
+      {TensorType::kF16, 0.001},
+      {TensorType::kBF16, 0.005},
+      {TensorType::kQ8_0, 0.01},
+      {TensorType::kQ6_K, 0.04},
+      {TensorType::kQ5_0, 0.08},
+      {TensorType::kQ5_1, 0.08},
+      {TensorType::kQ5_K, 0.08},
+      {TensorType::kQ4_0, 0.16},
+      {TensorType::kQ4_1, 0.16},
+      {TensorType::kQ4_K, 0.16},
+      {TensorType::kQ3_K, 0.35},
+      {TensorType::kQ2_K, 0.8},
+      // Sixteen non-uniform levels, denser near zero: no worse than the uniform 4-bit grid.
+      {TensorType::kIQ4_NL, 0.16},
+      {TensorType::kIQ4_XS, 0.16}};
   testing::TempDir dir;
   SynthOptions base;
   base.arch = "qwen2";
