@@ -156,14 +156,7 @@ struct IQ4XS {
       _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 32 * s),
                          _mm256_shuffle_epi8(table, unpack_nibbles_16(b + 8 + 16 * s)));
     }
-    const uint32_t high = load_u16(b + 2);
-    alignas(32) int16_t scales[16];
-    for (int s = 0; s < 8; ++s) {
-      const int low = (b[4 + s / 2] >> (4 * (s % 2))) & 0x0F;
-      const int ls = (low | static_cast<int>(((high >> (2 * s)) & 3U) << 4)) - 32;
-      scales[2 * s] = scales[2 * s + 1] = static_cast<int16_t>(ls);
-    }
-    u.scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(scales));
+    u.scales = iq4_xs_scales_twice(b);
     u.mins = _mm256_setzero_si256();
     u.d = f16_to_f32(load_u16(b));
     u.dmin = 0.0f;

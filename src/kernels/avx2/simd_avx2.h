@@ -97,6 +97,23 @@ inline __m128i q3_k_scale_bytes(const uint8_t* s) {
                         static_cast<int>(s3));
 }
 
+// The eight IQ4_XS sub-block scales ls - 32 of a super-block starting at b, each written twice
+// as int16 (16 words, one per 16-element half): ls = nibble s of scales_l (bytes 4-7) | bits
+// 2s, 2s + 1 of scales_h (bytes 2-3) << 4.
+inline __m256i iq4_xs_scales_twice(const uint8_t* b) {
+  const __m256i low = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(load_u32(b + 4))),
+                                        _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+  const __m256i high = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(load_u16(b + 2))),
+                                         _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+  const __m256i ls = _mm256_sub_epi32(
+      _mm256_or_si256(_mm256_and_si256(low, _mm256_set1_epi32(0x0F)),
+                      _mm256_slli_epi32(_mm256_and_si256(high, _mm256_set1_epi32(3)), 4)),
+      _mm256_set1_epi32(32));
+  // ls is in -32..31: its low word, copied into the high word, is the same int16 twice.
+  return _mm256_or_si256(_mm256_and_si256(ls, _mm256_set1_epi32(0xFFFF)),
+                         _mm256_slli_epi32(ls, 16));
+}
+
 inline __m256i load_256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }

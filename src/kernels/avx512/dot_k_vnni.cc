@@ -271,16 +271,7 @@ struct IQ4XS {
       u.levels[2 * h + 1] =
           _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), mask));
     }
-    // Scale s: nibble s % 2 of byte 4 + s / 2, plus bits 2s, 2s + 1 of scales_h as bits 4-5.
-    const uint32_t high = load_u16(b + 2);
-    const uint32_t low = load_u32(b + 4);
-    alignas(32) int16_t scales[16];
-#pragma GCC unroll 8
-    for (uint32_t s = 0; s < 8; ++s) {
-      const uint32_t ls = ((low >> (4 * s)) & 0x0Fu) | (((high >> (2 * s)) & 3u) << 4);
-      scales[2 * s] = scales[2 * s + 1] = static_cast<int16_t>(static_cast<int>(ls) - 32);
-    }
-    u.scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(scales));
+    u.scales = iq4_xs_scales_twice(b);
     u.mins = _mm256_setzero_si256();
     u.d = f16_to_f32(load_u16(b));
     u.dmin = 0.0f;

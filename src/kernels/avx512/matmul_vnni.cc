@@ -232,6 +232,46 @@ struct Q6K {
   }
 };
 
+// IQ4_NL/IQ4_XS: each nibble indexes kIq4Values; the level is that value + 128.
+constexpr uint8_t kIq4Levels[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                    129, 141, 153, 166, 181, 197, 217, 241};
+
+inline void iq4_levels_32(const uint8_t* qs, uint8_t* levels) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Levels));
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(levels),
+                   _mm_shuffle_epi8(table, _mm_and_si128(q, mask)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(levels + 16),
+                   _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), mask)));
+}
+
+struct IQ4NL {
+  static constexpr size_t kUnit = 32, kSub = 32, kBytes = 18;
+  static constexpr int kOffset = 128;
+  static constexpr bool kHasMin = false;
+  static void unpack(const uint8_t* b, uint8_t* levels, float* scale, float* /*min*/) {
+    iq4_levels_32(b + 2, levels);
+    scale[0] = f16_to_f32(load_u16(b));
+  }
+};
+
+struct IQ4XS {
+  static constexpr size_t kUnit = 256, kSub = 32, kBytes = 136;
+  static constexpr int kOffset = 128;
+  static constexpr bool kHasMin = false;
+  static void unpack(const uint8_t* b, uint8_t* levels, float* scale, float* /*min*/) {
+    const float d = f16_to_f32(load_u16(b));
+    const uint32_t high = load_u16(b + 2);
+    for (uint32_t s = 0; s < 8; ++s) {
+      iq4_levels_32(b + 8 + 16 * s, levels + 32 * s);
+      const uint32_t ls =
+          ((b[4 + s / 2] >> (4 * (s % 2))) & 0x0Fu) | (((high >> (2 * s)) & 3u) << 4);
+      scale[s] = d * static_cast<float>(static_cast<int>(ls) - 32);
+    }
+  }
+};
+
 // --- Packed weights -------------------------------------------------------------------------
 
 template <typename W>
@@ -413,6 +453,8 @@ void fill_quant_matmul_vnni(KernelTable& table) {
   set<Q4K>(table, TensorType::kQ4_K);
   set<Q5K>(table, TensorType::kQ5_K);
   set<Q6K>(table, TensorType::kQ6_K);
+  set<IQ4NL>(table, TensorType::kIQ4_NL);
+  set<IQ4XS>(table, TensorType::kIQ4_XS);
 }
 
 }  // namespace synapse::avx512
