@@ -25,6 +25,14 @@ std::string_view backend_op_name(BackendOp op) {
       return "add";
     case BackendOp::kCopyRows:
       return "copy_rows";
+    case BackendOp::kGeGlu:
+      return "geglu";
+    case BackendOp::kScale:
+      return "scale";
+    case BackendOp::kSoftcap:
+      return "softcap";
+    case BackendOp::kMoe:
+      return "moe";
   }
   return "unknown";
 }

@@ -24,7 +24,8 @@
 
 namespace synapse {
 
-// The ops a decoder's forward pass is made of.
+// The ops a decoder's forward pass is made of: the one op vocabulary of the Model IR (each IR
+// op is one of these) and of every backend.
 enum class BackendOp : uint8_t {
   kEmbed,      // token ids -> rows of the embedding matrix (any weight type)
   kRmsNorm,    // per row (or per head segment), times an F32 weight
@@ -32,12 +33,16 @@ enum class BackendOp : uint8_t {
   kAddBias,    // rows += an F32 vector
   kRope,       // rotary embedding of head segments at each row's position
   kKvStore,    // K/V rows into the paged cache
-  kAttention,  // causal attention over the paged cache
+  kAttention,  // causal attention over the paged cache (optionally windowed and soft-capped)
   kSwiGlu,     // silu(gate) * up
   kAdd,        // residual: rows += rows
   kCopyRows,   // gather selected rows
+  kGeGlu,      // gelu_tanh(gate) * up
+  kScale,      // rows *= a constant
+  kSoftcap,    // x -> cap * tanh(x / cap)
+  kMoe,        // mixture of experts: router, top-k, the chosen experts' SwiGLU, weighted sum
 };
-inline constexpr size_t kBackendOpCount = 10;
+inline constexpr size_t kBackendOpCount = 14;
 std::string_view backend_op_name(BackendOp op);
 
 // Memory owned by a backend (activations, scratch, the KV pool); freed with the object.
@@ -90,6 +95,19 @@ struct KvFormat {
   size_t token_bytes() const;
 };
 
+// A mixture-of-experts feed-forward (Qwen3-MoE, Mixtral): a router matrix scores n_expert
+// experts per row; the n_used best (softmax over all scores, optionally renormalized over the
+// chosen) each run a SwiGLU feed-forward, and the row's output is their weighted sum.
+inline constexpr size_t kMaxMoeExperts = 512;
+struct MoeWeights {
+  WeightMatrix router;                 // n_expert rows of the input width
+  std::span<const WeightMatrix> gate;  // per expert: n_ff_expert rows of the input width
+  std::span<const WeightMatrix> up;
+  std::span<const WeightMatrix> down;  // per expert: output-width rows of n_ff_expert
+  size_t n_used = 0;
+  bool normalize = true;  // renormalize the chosen experts' weights to sum 1
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -132,6 +150,19 @@ class Backend {
   // y = silu(gate) * up, `width` floats per row.
   virtual void swiglu(const float* gate, const float* up, size_t stride, size_t n_rows,
                       size_t width, float* y, size_t y_stride) = 0;
+  // y = gelu_tanh(gate) * up, `width` floats per row.
+  virtual void geglu(const float* gate, const float* up, size_t stride, size_t n_rows, size_t width,
+                     float* y, size_t y_stride) = 0;
+  // y *= s, `width` floats per row.
+  virtual void scale(float* y, size_t y_stride, size_t n_rows, size_t width, float s) = 0;
+  // y = cap * tanh(y / cap), `width` floats per row.
+  virtual void softcap(float* y, size_t y_stride, size_t n_rows, size_t width, float cap) = 0;
+  // Scratch moe() needs for n_rows rows (query before running).
+  virtual size_t moe_scratch_bytes(const MoeWeights& w, size_t n_rows, MatmulMode mode) const = 0;
+  // y = sum over each row's chosen experts of weight * down(silu(gate x) * up x). Prefill groups
+  // the rows by expert, so each chosen expert's matrices are read once per call.
+  virtual void moe(const MoeWeights& w, const float* x, size_t x_stride, size_t n_rows, float* y,
+                   size_t y_stride, std::span<uint8_t> scratch, MatmulMode mode) = 0;
   // y += x, `width` floats per row.
   virtual void add(const float* x, size_t x_stride, size_t n_rows, size_t width, float* y,
                    size_t y_stride) = 0;

@@ -42,6 +42,8 @@ bool CpuBackend::supports(BackendOp op, TensorType type) const {
     case BackendOp::kKvStore:
     case BackendOp::kAttention:
       return type == TensorType::kF32 || type == TensorType::kF16;
+    case BackendOp::kMoe:  // the expert matrices' type (the router is checked as a kMatmul)
+      return supports(BackendOp::kMatmul, type);
     default:
       return type == TensorType::kF32;
   }
@@ -201,6 +203,24 @@ void CpuBackend::swiglu(const float* gate, const float* up, size_t stride, size_
   for_rows(n_rows, [&](size_t r) {
     kernels_.swiglu(gate + r * stride, up + r * stride, y + r * y_stride, width);
   });
+}
+
+void CpuBackend::geglu(const float* gate, const float* up, size_t stride, size_t n_rows,
+                       size_t width, float* y, size_t y_stride) {
+  for_rows(n_rows, [&](size_t r) {
+    float* yr = y + r * y_stride;
+    kernels_.gelu_tanh(gate + r * stride, yr, width);
+    kernels_.mul(yr, up + r * stride, yr, width);
+  });
+}
+
+void CpuBackend::scale(float* y, size_t y_stride, size_t n_rows, size_t width, float s) {
+  for_rows(n_rows, [&](size_t r) { kernels_.scale(y + r * y_stride, s, y + r * y_stride, width); });
+}
+
+void CpuBackend::softcap(float* y, size_t y_stride, size_t n_rows, size_t width, float cap) {
+  for_rows(n_rows,
+           [&](size_t r) { kernels_.softcap(y + r * y_stride, cap, y + r * y_stride, width); });
 }
 
 void CpuBackend::add(const float* x, size_t x_stride, size_t n_rows, size_t width, float* y,

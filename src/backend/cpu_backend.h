@@ -39,6 +39,13 @@ class CpuBackend final : public Backend {
                  const AttentionParams& params) override;
   void swiglu(const float* gate, const float* up, size_t stride, size_t n_rows, size_t width,
               float* y, size_t y_stride) override;
+  void geglu(const float* gate, const float* up, size_t stride, size_t n_rows, size_t width,
+             float* y, size_t y_stride) override;
+  void scale(float* y, size_t y_stride, size_t n_rows, size_t width, float s) override;
+  void softcap(float* y, size_t y_stride, size_t n_rows, size_t width, float cap) override;
+  size_t moe_scratch_bytes(const MoeWeights& w, size_t n_rows, MatmulMode mode) const override;
+  void moe(const MoeWeights& w, const float* x, size_t x_stride, size_t n_rows, float* y,
+           size_t y_stride, std::span<uint8_t> scratch, MatmulMode mode) override;
   void add(const float* x, size_t x_stride, size_t n_rows, size_t width, float* y,
            size_t y_stride) override;
   void copy_rows(const float* x, size_t x_stride, std::span<const uint32_t> rows, size_t width,
@@ -48,6 +55,7 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() { return pool_; }
 
  private:
+  size_t moe_matmul_bytes(const MoeWeights& w, size_t n_rows, MatmulMode mode) const;
   // fn(row) for every row: inline for a few rows (a decode step), on the pool for many.
   template <typename Fn>
   void for_rows(size_t n_rows, Fn&& fn);

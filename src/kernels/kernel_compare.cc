@@ -421,8 +421,9 @@ CompareResult compare_attention(const KernelTable& kernels, const AttentionCase&
     v_pages[pg] = reinterpret_cast<const uint8_t*>(v_store[pg].data());
   }
   const KvPages kv{k_pages.data(), v_pages.data(), c.page_tokens, c.n_keys, c.kv_type};
-  const AttentionParams params{c.n_heads, c.n_kv_heads, c.head_dim,
-                               1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
+  const AttentionParams params{c.n_heads,  c.n_kv_heads,
+                               c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+                               c.softcap,  c.window};
   const size_t group = c.n_heads / c.n_kv_heads;
   std::vector<float> q(c.n_heads * c.head_dim);
   for (float& v : q) v = random.bell() * 1.5f;
@@ -434,7 +435,7 @@ CompareResult compare_attention(const KernelTable& kernels, const AttentionCase&
     ref::attend(q.data() + offset, group, kv, h, c.n_keys, params, want.data() + offset);
     for (size_t g = 0; g < group; ++g) {
       double max_qk = 0.0, max_v = 0.0;
-      for (size_t t = 0; t < c.n_keys; ++t) {
+      for (size_t t = first_visible_key(c.n_keys, c.window); t < c.n_keys; ++t) {
         double qk = 0.0;
         for (size_t d = 0; d < c.head_dim; ++d) {
           const size_t flat = t * row + h * c.head_dim + d;

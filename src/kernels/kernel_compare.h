@@ -69,6 +69,7 @@ struct AttentionCase {
   size_t page_tokens = 16;
   TensorType kv_type = TensorType::kF32;
   float softcap = 0.0f;
+  size_t window = 0;  // sliding window (0: none)
 };
 CompareResult compare_attention(const KernelTable& kernels, const AttentionCase& c, uint64_t seed);
 

@@ -129,9 +129,18 @@ struct AttentionParams {
   size_t head_dim;
   float scale;    // usually 1/sqrt(head_dim)
   float softcap;  // > 0 enables score soft-capping
+  // > 0: sliding window, only the last `window` of the n_keys keys are attended (a query at
+  // position p sees keys p - window < t <= p, as Gemma's and Mistral's local layers do).
+  size_t window;
 };
 
-// Attention of `n_group` query heads that share one KV head against keys [0, n_keys) of it:
+// The first key a window leaves visible among n_keys (0 without a window).
+constexpr size_t first_visible_key(size_t n_keys, size_t window) {
+  return window > 0 && n_keys > window ? n_keys - window : 0;
+}
+
+// Attention of `n_group` query heads that share one KV head against keys
+// [first_visible_key(n_keys, window), n_keys) of it:
 // out[g * head_dim + d] = sum_t softmax_t(score(q_g, k_t)) v_t[d], with an online softmax over
 // the keys (no score matrix). q and out hold n_group rows of head_dim floats.
 using AttendGroupFn = void (*)(const float* q, size_t n_group, const KvPages& kv, size_t kv_head,
@@ -159,6 +168,9 @@ struct KernelTable {
   void (*add)(const float* a, const float* b, float* y, size_t n);
   void (*mul)(const float* a, const float* b, float* y, size_t n);
   void (*scale)(const float* x, float s, float* y, size_t n);
+  // y = cap * tanh(x / cap): Gemma 2's final-logit soft-cap. One row of logits per output token,
+  // so every level uses the reference.
+  void (*softcap)(const float* x, float cap, float* y, size_t n);
   AttendGroupFn attend;
   // Reads n bytes (a multiple of 256, 64-byte aligned) and returns a value depending on all of
   // them: the probe behind `synapse bench memory`.

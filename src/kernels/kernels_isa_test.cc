@@ -123,10 +123,13 @@ TEST_P(KernelsIsaTest, AttentionMatchesReference) {
           c.page_tokens = n_keys % 2 == 0 ? 16 : 7;
           c.kv_type = kv_type;
           c.softcap = n_keys == 100 ? 20.0f : 0.0f;
-          const CompareResult r = compare_attention(kernels(), c, 59 + n_keys + head_dim);
-          EXPECT_TRUE(r.ok()) << tensor_type_name(kv_type) << " keys=" << n_keys
-                              << " heads=" << heads << "/" << kv_heads << " dim=" << head_dim
-                              << ": " << r.detail;
+          for (size_t window : {size_t{0}, size_t{16}, size_t{40}}) {
+            c.window = window;
+            const CompareResult r = compare_attention(kernels(), c, 59 + n_keys + head_dim);
+            EXPECT_TRUE(r.ok()) << tensor_type_name(kv_type) << " keys=" << n_keys
+                                << " heads=" << heads << "/" << kv_heads << " dim=" << head_dim
+                                << " window=" << window << ": " << r.detail;
+          }
         }
       }
     }

@@ -61,10 +61,16 @@ KvFormat DecoderModel::kv_format(size_t page_tokens) const {
 
 uint64_t DecoderModel::weight_bytes_per_token() const {
   uint64_t bytes = 0;
+  const auto matrix_bytes = [](const WeightMatrix& w) { return uint64_t{w.row_stride} * w.n_rows; };
   for (const PlanRegion& r : plan_.regions) {
     for (const PlanOp& p : r.ops) {
-      if (p.op.kind != IrOpKind::kMatmul) continue;
-      for (const WeightMatrix& w : p.matrices) bytes += uint64_t{w.row_stride} * w.n_rows;
+      if (p.op.kind == BackendOp::kMatmul) {
+        for (const WeightMatrix& w : p.matrices) bytes += matrix_bytes(w);
+      } else if (p.op.kind == BackendOp::kMoe) {
+        // The router and the experts a token uses (every expert is the same size).
+        bytes += matrix_bytes(p.matrices[0]);
+        for (size_t i = 1; i < 4; ++i) bytes += p.op.moe.n_used * matrix_bytes(p.matrices[i]);
+      }
     }
   }
   return bytes;
@@ -75,18 +81,22 @@ Status DecoderModel::ensure_buffers(size_t n_rows, size_t n_out) {
   rows_capacity_ = std::max(rows_capacity_, n_rows);
   out_capacity_ = std::max(out_capacity_, n_out);
   buffers_.clear();
-  for (size_t v = 0; v < kIrValueCount; ++v) {
-    const auto value = static_cast<IrValue>(v);
-    values_[v] = nullptr;
-    if (value == IrValue::kLogits) continue;  // the caller's buffer
-    const bool out_rows = value == IrValue::kOutHidden || value == IrValue::kOutNormed;
-    const size_t rows = out_rows ? out_capacity_ : rows_capacity_;
+  values_.assign(ir_.values.size(), nullptr);
+  for (IrValueId v = 0; v < ir_.values.size(); ++v) {
+    if (v == ir_.logits) continue;  // the caller's buffer
+    const size_t rows = ir_.values[v].rows == RowSpace::kOutput ? out_capacity_ : rows_capacity_;
     SYN_ASSIGN_OR_RETURN(BackendBuffer b,
-                         backend_.allocate(std::max<size_t>(rows, 1) * ir_.width(value) * 4));
+                         backend_.allocate(std::max<size_t>(rows, 1) * ir_.width(v) * 4));
     values_[v] = b.floats();
     buffers_.push_back(std::move(b));
   }
   positions_.resize(rows_capacity_);
+  return ok_status();
+}
+
+Status DecoderModel::ensure_scratch(size_t bytes) {
+  if (bytes <= scratch_.size()) return ok_status();
+  SYN_ASSIGN_OR_RETURN(scratch_, backend_.allocate(bytes));
   return ok_status();
 }
 
@@ -160,17 +170,17 @@ std::span<const uint32_t> DecoderModel::select_rows(const ForwardBatch& b) {
 DecoderModel::HeadInput DecoderModel::take_hidden_rows(const ForwardBatch& b, const IrOp& head) {
   const HeadInput normed{value(head.input.value) + head.input.offset, ir_.width(head.input.value)};
   if (b.hidden_rows.empty()) return normed;
-  SYN_CHECK(head.input.width == ir_.hp.n_embd && head.input.value != IrValue::kOutHidden,
+  SYN_CHECK(head.input.width == ir_.hp.n_embd && head.input.value != ir_.head_scratch,
             "the output head reads the final norm's n_embd-wide output");
   backend_.copy_rows(normed.x, normed.stride, hidden_positions_, head.input.width, b.hidden,
                      ir_.hp.n_embd);
   if (logits_positions_.empty() || logits_positions_.size() == selected_rows_.size()) {
     return normed;
   }
-  // Some selected rows want no logits: gather the others into kOutHidden, which the final norm
-  // has consumed, so that the head multiplies only the rows whose logits are wanted.
-  float* compact = value(IrValue::kOutHidden);
-  const size_t compact_stride = ir_.width(IrValue::kOutHidden);
+  // Some selected rows want no logits: gather the others into the head's scratch value (the
+  // final norm's input, consumed by now), so that the head multiplies only those rows.
+  float* compact = value(ir_.head_scratch);
+  const size_t compact_stride = ir_.width(ir_.head_scratch);
   backend_.copy_rows(normed.x, normed.stride, logits_positions_, head.input.width, compact,
                      compact_stride);
   return HeadInput{compact, compact_stride};
@@ -183,7 +193,7 @@ Status DecoderModel::forward(const ForwardBatch& b) {
   const std::span<const uint32_t> selected = select_rows(b);
   const size_t n_out = selected.size();
   SYN_RETURN_IF_ERROR(ensure_buffers(n, n_out));
-  values_[static_cast<size_t>(IrValue::kLogits)] = b.logits;
+  values_[ir_.logits] = b.logits;
   for (const ForwardSequence& s : b.sequences) {
     for (size_t i = 0; i < s.n_rows; ++i) {
       positions_[s.first_row + i] = static_cast<int64_t>(s.n_past + i);
@@ -205,74 +215,96 @@ Status DecoderModel::forward(const ForwardBatch& b) {
     for (const PlanOp& p : region.ops) {
       const IrOp& op = p.op;
       size_t rows = op.rows == RowSpace::kOutput ? n_out : n;
+      const bool writes_logits = op.output.value == ir_.logits;
+      const bool head = writes_logits && op.kind == BackendOp::kMatmul;
       HeadInput head_input{};
-      if (op.output.value == IrValue::kLogits) {
-        if (rows == 0) continue;
-        head_input = take_hidden_rows(b, op);
-        rows = b.output_rows.size();
-      }
+      if (head && rows != 0) head_input = take_hidden_rows(b, op);
+      if (writes_logits) rows = b.output_rows.size();
       if (rows == 0) continue;
       switch (op.kind) {
-        case IrOpKind::kEmbed:
+        case BackendOp::kEmbed:
           backend_.embed(p.matrices[0], b.tokens.data(), n, ptr(op.output), stride(op.output));
           break;
-        case IrOpKind::kRmsNorm:
+        case BackendOp::kRmsNorm:
           backend_.rms_norm(ptr(op.input), stride(op.input), rows, op.n_segments,
                             op.input.width / op.n_segments, p.vector, op.eps, ptr(op.output),
                             stride(op.output));
           break;
-        case IrOpKind::kMatmul: {
+        case BackendOp::kMatmul: {
           std::array<MatmulOutput, kMaxMatmulGroup> outputs{};
           float* y = ptr(op.output);
           for (size_t i = 0; i < p.matrices.size(); ++i) {
             outputs[i] = MatmulOutput{p.matrices[i], y, stride(op.output)};
             y += p.matrices[i].n_rows;
           }
-          const size_t scratch_bytes = backend_.matmul_scratch_bytes(p.matrices, rows, mode);
-          if (scratch_bytes > scratch_.size()) {
-            SYN_ASSIGN_OR_RETURN(scratch_, backend_.allocate(scratch_bytes));
-          }
-          const bool head = op.output.value == IrValue::kLogits;
+          SYN_RETURN_IF_ERROR(
+              ensure_scratch(backend_.matmul_scratch_bytes(p.matrices, rows, mode)));
           backend_.matmul(std::span(outputs.data(), p.matrices.size()),
                           head ? head_input.x : ptr(op.input),
                           head ? head_input.stride : stride(op.input), rows, scratch_.span(), mode);
           break;
         }
-        case IrOpKind::kAddBias:
+        case BackendOp::kMoe: {
+          const size_t n_expert = op.moe.n_expert;
+          const std::span<const WeightMatrix> experts(p.matrices.data() + 1, 3 * n_expert);
+          moe_gate_.clear();
+          moe_up_.clear();
+          moe_down_.clear();
+          for (size_t e = 0; e < n_expert; ++e) {
+            moe_gate_.push_back(experts[3 * e]);
+            moe_up_.push_back(experts[3 * e + 1]);
+            moe_down_.push_back(experts[3 * e + 2]);
+          }
+          const MoeWeights w{p.matrices[0], moe_gate_,     moe_up_,
+                             moe_down_,     op.moe.n_used, op.moe.normalize};
+          SYN_RETURN_IF_ERROR(ensure_scratch(backend_.moe_scratch_bytes(w, rows, mode)));
+          backend_.moe(w, ptr(op.input), stride(op.input), rows, ptr(op.output), stride(op.output),
+                       scratch_.span(), mode);
+          break;
+        }
+        case BackendOp::kAddBias:
           backend_.add_bias(ptr(op.output), stride(op.output), rows, p.vector, op.output.width);
           break;
-        case IrOpKind::kRope: {
+        case BackendOp::kRope: {
           RopeParams params = op.rope;
           params.freq_factors = p.vector;
           backend_.rope(ptr(op.input), stride(op.input), rows, op.n_heads, op.head_dim,
                         positions_.data(), params);
           break;
         }
-        case IrOpKind::kKvStore: {
+        case BackendOp::kKvStore: {
           set_layer(op.layer);
           const float* k = ptr(op.input);
           backend_.kv_store(k, k + ir_.hp.k_dim(), stride(op.input), sequence_rows_, kv);
           break;
         }
-        case IrOpKind::kAttention: {
+        case BackendOp::kAttention: {
           set_layer(op.layer);
-          const AttentionParams params{op.n_heads, op.n_kv_heads, op.head_dim, op.attention_scale,
-                                       0.0f};
+          const AttentionParams params{op.n_heads,         op.n_kv_heads, op.head_dim,
+                                       op.attention_scale, op.softcap,    op.window};
           backend_.attention(ptr(op.input), stride(op.input), positions_.data(), ptr(op.output),
                              stride(op.output), sequence_rows_, kv, params);
           break;
         }
-        case IrOpKind::kSwiGlu: {
+        case BackendOp::kSwiGlu:
+        case BackendOp::kGeGlu: {
           const float* gate = ptr(op.input);
-          backend_.swiglu(gate, gate + op.output.width, stride(op.input), rows, op.output.width,
+          const auto act = op.kind == BackendOp::kSwiGlu ? &Backend::swiglu : &Backend::geglu;
+          (backend_.*act)(gate, gate + op.output.width, stride(op.input), rows, op.output.width,
                           ptr(op.output), stride(op.output));
           break;
         }
-        case IrOpKind::kAddResidual:
+        case BackendOp::kScale:
+          backend_.scale(ptr(op.output), stride(op.output), rows, op.output.width, op.scale);
+          break;
+        case BackendOp::kSoftcap:
+          backend_.softcap(ptr(op.output), stride(op.output), rows, op.output.width, op.softcap);
+          break;
+        case BackendOp::kAdd:
           backend_.add(ptr(op.input), stride(op.input), rows, op.input.width, ptr(op.output),
                        stride(op.output));
           break;
-        case IrOpKind::kSelectRows:
+        case BackendOp::kCopyRows:
           backend_.copy_rows(ptr(op.input), stride(op.input), selected, op.input.width,
                              ptr(op.output), stride(op.output));
           break;

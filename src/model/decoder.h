@@ -80,6 +80,7 @@ class DecoderModel {
   DecoderModel(std::unique_ptr<ModelFile> file, Backend& backend, ModelIr ir, ExecutionPlan plan)
       : file_(std::move(file)), backend_(backend), ir_(std::move(ir)), plan_(std::move(plan)) {}
   Status ensure_buffers(size_t n_rows, size_t n_out);
+  Status ensure_scratch(size_t bytes);
   Status validate(const ForwardBatch& batch) const;
   // The rows that run past the last block: output_rows, or their union with hidden_rows.
   std::span<const uint32_t> select_rows(const ForwardBatch& batch);
@@ -90,7 +91,7 @@ class DecoderModel {
     size_t stride = 0;
   };
   HeadInput take_hidden_rows(const ForwardBatch& batch, const IrOp& head);
-  float* value(IrValue v) { return values_[static_cast<size_t>(v)]; }
+  float* value(IrValueId v) { return values_[v]; }
 
   std::unique_ptr<ModelFile> file_;
   Backend& backend_;
@@ -98,11 +99,11 @@ class DecoderModel {
   ExecutionPlan plan_;
 
   // Activations: one buffer per IR value, sized for rows_capacity_ (out_capacity_ for the
-  // output-row values).
+  // output-row values); the logits value points at the caller's buffer.
   size_t rows_capacity_ = 0;
   size_t out_capacity_ = 0;
   std::vector<BackendBuffer> buffers_;
-  std::array<float*, kIrValueCount> values_{};
+  std::vector<float*> values_;
   BackendBuffer scratch_;
   std::vector<int64_t> positions_;
   std::vector<SequenceRows> sequence_rows_;
@@ -111,6 +112,8 @@ class DecoderModel {
   std::vector<uint32_t> selected_rows_;
   std::vector<uint32_t> logits_positions_;
   std::vector<uint32_t> hidden_positions_;
+  // Reused per MoE op: the experts' matrices by role.
+  std::vector<WeightMatrix> moe_gate_, moe_up_, moe_down_;
 };
 
 }  // namespace synapse

@@ -49,16 +49,16 @@ GraphBuilder::GraphBuilder(const HParams& hp, const ModelFile& file, const Graph
   ir_.hp = hp;
   ir_.n_ctx = options.n_ctx;
   ir_.kv_type = options.kv_type;
-  auto set = [this](IrValue v, uint64_t width) { ir_.widths[static_cast<size_t>(v)] = u32(width); };
-  set(IrValue::kHidden, hp.n_embd);
-  set(IrValue::kNormed, hp.n_embd);
-  set(IrValue::kQkv, uint64_t{hp.q_dim()} + hp.k_dim() + hp.v_dim());
-  set(IrValue::kAttention, uint64_t{hp.n_head} * hp.head_dim_v);
-  set(IrValue::kGateUp, uint64_t{2} * hp.n_ff);
-  set(IrValue::kFfn, hp.n_ff);
-  set(IrValue::kOutHidden, hp.n_embd);
-  set(IrValue::kOutNormed, hp.n_embd);
-  set(IrValue::kLogits, hp.n_vocab);
+  hidden_ = ir_.add_value("hidden", hp.n_embd);
+  normed_ = ir_.add_value("normed", hp.n_embd);
+  qkv_ = ir_.add_value("qkv", u32(uint64_t{hp.q_dim()} + hp.k_dim() + hp.v_dim()));
+  attention_ = ir_.add_value("attention", u32(uint64_t{hp.n_head} * hp.head_dim_v));
+  gate_up_ = ir_.add_value("gate_up", u32(uint64_t{2} * hp.n_ff));
+  ffn_ = ir_.add_value("ffn", hp.n_ff);
+  out_hidden_ = ir_.add_value("out_hidden", hp.n_embd, RowSpace::kOutput);
+  out_normed_ = ir_.add_value("out_normed", hp.n_embd, RowSpace::kOutput);
+  ir_.logits = ir_.add_value("logits", hp.n_vocab, RowSpace::kOutput);
+  ir_.head_scratch = out_hidden_;
 }
 
 IrWeight GraphBuilder::weight(const std::string& name, std::vector<uint64_t> expected_shape) const {
@@ -81,17 +81,35 @@ IrRegion& GraphBuilder::region(IrRegionKind kind, int32_t block) {
   return ir_.regions.back();
 }
 
-IrValue GraphBuilder::hidden_of(uint32_t block) const {
-  return block + 1 == hp_.n_layer ? IrValue::kOutHidden : IrValue::kHidden;
+IrOp GraphBuilder::norm_op(const char* label, IrSlice in, IrSlice out,
+                           const std::string& weight_name) {
+  IrOp norm;
+  norm.kind = BackendOp::kRmsNorm;
+  norm.label = label;
+  norm.input = in;
+  norm.output = out;
+  norm.eps = hp_.norm_eps;
+  norm.weights.push_back(weight(weight_name, {in.width}));
+  return norm;
 }
 
-void GraphBuilder::token_embedding() {
+void GraphBuilder::token_embedding(float scale) {
+  IrRegion& r = region(IrRegionKind::kEmbedding, -1);
   IrOp op;
-  op.kind = IrOpKind::kEmbed;
+  op.kind = BackendOp::kEmbed;
   op.label = "token_embd";
-  op.output = {IrValue::kHidden, 0, hp_.n_embd};
+  op.output = {hidden_, 0, hp_.n_embd};
   op.weights.push_back(weight("token_embd.weight", {hp_.n_embd, hp_.n_vocab}));
-  region(IrRegionKind::kEmbedding, -1).ops.push_back(std::move(op));
+  r.ops.push_back(std::move(op));
+  if (scale != 1.0f) {
+    IrOp scaled;
+    scaled.kind = BackendOp::kScale;
+    scaled.label = "embedding scale";
+    scaled.input = {hidden_, 0, hp_.n_embd};
+    scaled.output = scaled.input;
+    scaled.scale = scale;
+    r.ops.push_back(std::move(scaled));
+  }
 }
 
 void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& options) {
@@ -99,23 +117,20 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
   const uint32_t d = hp_.n_embd, q = hp_.q_dim(), k = hp_.k_dim(), v = hp_.v_dim();
   const auto name = [b](const char* suffix) { return arch::block_tensor(b, suffix); };
 
-  IrOp norm;
-  norm.kind = IrOpKind::kRmsNorm;
-  norm.label = "attn_norm";
-  norm.input = {IrValue::kHidden, 0, d};
-  norm.output = {IrValue::kNormed, 0, d};
-  norm.eps = hp_.norm_eps;
-  norm.weights.push_back(weight(name("attn_norm.weight"), {d}));
-  r.ops.push_back(std::move(norm));
+  r.ops.push_back(norm_op("attn_norm", {hidden_, 0, d}, {normed_, 0, d}, name("attn_norm.weight")));
 
   IrOp qkv;
-  qkv.kind = IrOpKind::kMatmul;
+  qkv.kind = BackendOp::kMatmul;
   qkv.label = "q|k|v";
-  qkv.input = {IrValue::kNormed, 0, d};
-  qkv.output = {IrValue::kQkv, 0, q + k + v};
-  qkv.weights.push_back(weight(name("attn_q.weight"), {d, q}));
-  qkv.weights.push_back(weight(name("attn_k.weight"), {d, k}));
-  qkv.weights.push_back(weight(name("attn_v.weight"), {d, v}));
+  qkv.input = {normed_, 0, d};
+  qkv.output = {qkv_, 0, q + k + v};
+  if (options.fused_qkv) {
+    qkv.weights.push_back(weight(name("attn_qkv.weight"), {d, uint64_t{q} + k + v}));
+  } else {
+    qkv.weights.push_back(weight(name("attn_q.weight"), {d, q}));
+    qkv.weights.push_back(weight(name("attn_k.weight"), {d, k}));
+    qkv.weights.push_back(weight(name("attn_v.weight"), {d, v}));
+  }
   r.ops.push_back(std::move(qkv));
 
   const struct {
@@ -125,9 +140,9 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
   for (const auto& bias : biases) {
     if (!options.qkv_bias && !(options.optional_biases && has(name(bias.tensor)))) continue;
     IrOp op;
-    op.kind = IrOpKind::kAddBias;
+    op.kind = BackendOp::kAddBias;
     op.label = bias.tensor;
-    op.output = {IrValue::kQkv, bias.offset, bias.width};
+    op.output = {qkv_, bias.offset, bias.width};
     op.weights.push_back(weight(name(bias.tensor), {bias.width}));
     r.ops.push_back(std::move(op));
   }
@@ -138,158 +153,221 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
       uint32_t offset, heads;
     } norms[] = {{"attn_q_norm.weight", 0, hp_.n_head}, {"attn_k_norm.weight", q, hp_.n_head_kv}};
     for (const auto& n : norms) {
-      IrOp op;
-      op.kind = IrOpKind::kRmsNorm;
-      op.label = n.tensor;
-      op.input = {IrValue::kQkv, n.offset, n.heads * hp_.head_dim_k};
-      op.output = op.input;
+      const IrSlice heads{qkv_, n.offset, n.heads * hp_.head_dim_k};
+      IrOp op = norm_op(n.tensor, heads, heads, name(n.tensor));
       op.n_segments = n.heads;
-      op.eps = hp_.norm_eps;
-      op.weights.push_back(weight(name(n.tensor), {hp_.head_dim_k}));
+      op.weights = {weight(name(n.tensor), {hp_.head_dim_k})};
       r.ops.push_back(std::move(op));
     }
   }
 
   IrOp rope;
-  rope.kind = IrOpKind::kRope;
+  rope.kind = BackendOp::kRope;
   rope.label = "rope q|k";
-  rope.input = {IrValue::kQkv, 0, q + k};  // q and k heads are adjacent: one pass rotates both
+  rope.input = {qkv_, 0, q + k};  // q and k heads are adjacent: one pass rotates both
   rope.output = rope.input;
   rope.n_heads = hp_.n_head + hp_.n_head_kv;
   rope.head_dim = hp_.head_dim_k;
   rope.rope = rope_params(hp_);
-  if (has("rope_freqs.weight"))
-    rope.weights.push_back(weight("rope_freqs.weight", {hp_.n_rot / 2}));
+  if (options.rope_freq_base > 0.0f) rope.rope.freq_base = options.rope_freq_base;
+  const std::string factors =
+      options.rope_factors.empty()
+          ? (has("rope_freqs.weight") ? std::string("rope_freqs.weight") : std::string())
+          : options.rope_factors;
+  if (!factors.empty()) rope.weights.push_back(weight(factors, {hp_.n_rot / 2}));
   r.ops.push_back(std::move(rope));
 
   IrOp store;
-  store.kind = IrOpKind::kKvStore;
+  store.kind = BackendOp::kKvStore;
   store.label = "k,v -> cache";
-  store.input = {IrValue::kQkv, q, k + v};
+  store.input = {qkv_, q, k + v};
   store.n_kv_heads = hp_.n_head_kv;
   store.head_dim = hp_.head_dim_k;
   store.layer = b;
   r.ops.push_back(std::move(store));
 
   IrOp attention;
-  attention.kind = IrOpKind::kAttention;
-  attention.label = "causal attention";
-  attention.input = {IrValue::kQkv, 0, q};
-  attention.output = {IrValue::kAttention, 0, hp_.n_head * hp_.head_dim_v};
+  attention.kind = BackendOp::kAttention;
+  attention.label = options.window > 0
+                        ? "causal attention, window " + std::to_string(options.window)
+                        : std::string("causal attention");
+  attention.input = {qkv_, 0, q};
+  attention.output = {attention_, 0, hp_.n_head * hp_.head_dim_v};
   attention.n_heads = hp_.n_head;
   attention.n_kv_heads = hp_.n_head_kv;
   attention.head_dim = hp_.head_dim_k;
   attention.layer = b;
   attention.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
+  attention.softcap = options.softcap;
+  attention.window = options.window;
   const IrSlice heads = attention.output;
   r.ops.push_back(std::move(attention));
 
   IrOp out;
-  out.kind = IrOpKind::kMatmul;
+  out.kind = BackendOp::kMatmul;
   out.label = "attn_output";
   out.input = heads;
-  out.output = {IrValue::kNormed, 0, d};
+  out.output = {normed_, 0, d};
   out.weights.push_back(weight(name("attn_output.weight"), {hp_.n_head * hp_.head_dim_v, d}));
   r.ops.push_back(std::move(out));
   if (options.optional_biases && has(name("attn_output.bias"))) {
     IrOp op;
-    op.kind = IrOpKind::kAddBias;
+    op.kind = BackendOp::kAddBias;
     op.label = "attn_output.bias";
-    op.output = {IrValue::kNormed, 0, d};
+    op.output = {normed_, 0, d};
     op.weights.push_back(weight(name("attn_output.bias"), {d}));
     r.ops.push_back(std::move(op));
   }
+  if (options.post_norm) {
+    r.ops.push_back(norm_op("post_attention_norm", {normed_, 0, d}, {normed_, 0, d},
+                            name("post_attention_norm.weight")));
+  }
 
   IrOp residual;
-  residual.kind = IrOpKind::kAddResidual;
+  residual.kind = BackendOp::kAdd;
   residual.label = "residual";
-  residual.input = {IrValue::kNormed, 0, d};
-  residual.output = {IrValue::kHidden, 0, d};
+  residual.input = {normed_, 0, d};
+  residual.output = {hidden_, 0, d};
   r.ops.push_back(std::move(residual));
 
-  if (b + 1 == hp_.n_layer) {
+  if (is_last(b)) {
     // The rest of the model runs only on the rows whose logits are wanted.
     IrOp select;
-    select.kind = IrOpKind::kSelectRows;
+    select.kind = BackendOp::kCopyRows;
     select.label = "rows with logits";
-    select.input = {IrValue::kHidden, 0, d};
-    select.output = {IrValue::kOutHidden, 0, d};
+    select.input = {hidden_, 0, d};
+    select.output = {out_hidden_, 0, d};
     r.ops.push_back(std::move(select));
   }
 }
 
-void GraphBuilder::swiglu_block(uint32_t b) {
+GraphBuilder::FfnFrame GraphBuilder::ffn_frame(uint32_t b) const {
+  if (is_last(b)) return {out_hidden_, out_normed_, RowSpace::kOutput};
+  return {hidden_, normed_, RowSpace::kTokens};
+}
+
+void GraphBuilder::finish_ffn(IrRegion& r, uint32_t b, const FfnFrame& f, IrValueId result,
+                              bool post_norm) {
+  const uint32_t d = hp_.n_embd;
+  if (post_norm) {
+    IrOp norm = norm_op("post_ffw_norm", {result, 0, d}, {result, 0, d},
+                        arch::block_tensor(b, "post_ffw_norm.weight"));
+    norm.rows = f.rows;
+    r.ops.push_back(std::move(norm));
+  }
+  IrOp residual;
+  residual.kind = BackendOp::kAdd;
+  residual.label = "residual";
+  residual.rows = f.rows;
+  residual.input = {result, 0, d};
+  residual.output = {f.hidden, 0, d};
+  r.ops.push_back(std::move(residual));
+}
+
+void GraphBuilder::feed_forward_block(uint32_t b, const FeedForwardOptions& options) {
   IrRegion& r = region(IrRegionKind::kFeedForward, static_cast<int32_t>(b));
   const uint32_t d = hp_.n_embd, f = hp_.n_ff;
   const auto name = [b](const char* suffix) { return arch::block_tensor(b, suffix); };
-  const IrValue hidden = hidden_of(b);
-  const bool last = hidden == IrValue::kOutHidden;
-  const IrValue normed = last ? IrValue::kOutNormed : IrValue::kNormed;
-  const RowSpace rows = last ? RowSpace::kOutput : RowSpace::kTokens;
+  const FfnFrame frame = ffn_frame(b);
 
-  IrOp norm;
-  norm.kind = IrOpKind::kRmsNorm;
-  norm.label = "ffn_norm";
-  norm.input = {hidden, 0, d};
-  norm.output = {normed, 0, d};
-  norm.eps = hp_.norm_eps;
-  norm.weights.push_back(weight(name("ffn_norm.weight"), {d}));
+  IrOp norm =
+      norm_op("ffn_norm", {frame.hidden, 0, d}, {frame.normed, 0, d}, name("ffn_norm.weight"));
 
   IrOp gate_up;
-  gate_up.kind = IrOpKind::kMatmul;
+  gate_up.kind = BackendOp::kMatmul;
   gate_up.label = "gate|up";
   gate_up.input = norm.output;
-  gate_up.output = {IrValue::kGateUp, 0, 2 * f};
-  gate_up.weights.push_back(weight(name("ffn_gate.weight"), {d, f}));
-  gate_up.weights.push_back(weight(name("ffn_up.weight"), {d, f}));
+  gate_up.output = {gate_up_, 0, 2 * f};
+  if (options.fused_gate_up) {
+    gate_up.weights.push_back(weight(name("ffn_up.weight"), {d, uint64_t{2} * f}));
+  } else {
+    gate_up.weights.push_back(weight(name("ffn_gate.weight"), {d, f}));
+    gate_up.weights.push_back(weight(name("ffn_up.weight"), {d, f}));
+  }
 
   IrOp act;
-  act.kind = IrOpKind::kSwiGlu;
-  act.label = "silu(gate) * up";
+  const bool geglu = options.activation == GatedActivation::kGeGlu;
+  act.kind = geglu ? BackendOp::kGeGlu : BackendOp::kSwiGlu;
+  act.label = geglu ? "gelu(gate) * up" : "silu(gate) * up";
   act.input = gate_up.output;
-  act.output = {IrValue::kFfn, 0, f};
+  act.output = {ffn_, 0, f};
 
   IrOp down;
-  down.kind = IrOpKind::kMatmul;
+  down.kind = BackendOp::kMatmul;
   down.label = "ffn_down";
   down.input = act.output;
-  down.output = {normed, 0, d};
+  down.output = {frame.normed, 0, d};
   down.weights.push_back(weight(name("ffn_down.weight"), {f, d}));
 
-  IrOp residual;
-  residual.kind = IrOpKind::kAddResidual;
-  residual.label = "residual";
-  residual.input = {normed, 0, d};
-  residual.output = {hidden, 0, d};
-
-  for (IrOp* op : {&norm, &gate_up, &act, &down, &residual}) {
-    op->rows = rows;
+  for (IrOp* op : {&norm, &gate_up, &act, &down}) {
+    op->rows = frame.rows;
     r.ops.push_back(std::move(*op));
   }
+  finish_ffn(r, b, frame, frame.normed, options.post_norm);
 }
 
-void GraphBuilder::output_head() {
+void GraphBuilder::moe_block(uint32_t b, const MoeBlockOptions& options) {
+  IrRegion& r = region(IrRegionKind::kFeedForward, static_cast<int32_t>(b));
+  const uint32_t d = hp_.n_embd, f = hp_.n_ff_expert, n = hp_.n_expert;
+  const auto name = [b](const char* suffix) { return arch::block_tensor(b, suffix); };
+  const FfnFrame frame = ffn_frame(b);
+
+  IrOp norm =
+      norm_op("ffn_norm", {frame.hidden, 0, d}, {frame.normed, 0, d}, name("ffn_norm.weight"));
+  norm.rows = frame.rows;
+  r.ops.push_back(std::move(norm));
+
+  // The experts' sum goes to a value of its own (the op reads `normed` while writing).
+  IrValueId moe_out = 0;
+  for (IrValueId v = 0; v < ir_.values.size(); ++v) {
+    if (ir_.values[v].name == "moe") moe_out = v;
+  }
+  if (moe_out == 0) moe_out = ir_.add_value("moe", d);
+
+  IrOp moe;
+  moe.kind = BackendOp::kMoe;
+  moe.label = "top-" + std::to_string(hp_.n_expert_used) + " of " + std::to_string(n) + " experts";
+  moe.rows = frame.rows;
+  moe.input = {frame.normed, 0, d};
+  moe.output = {moe_out, 0, d};
+  moe.weights.push_back(weight(name("ffn_gate_inp.weight"), {d, n}));
+  moe.weights.push_back(weight(name("ffn_gate_exps.weight"), {d, f, n}));
+  moe.weights.push_back(weight(name("ffn_up_exps.weight"), {d, f, n}));
+  moe.weights.push_back(weight(name("ffn_down_exps.weight"), {f, d, n}));
+  moe.moe = IrMoe{n, hp_.n_expert_used, f, options.normalize};
+  r.ops.push_back(std::move(moe));
+
+  finish_ffn(r, b, frame, moe_out, false);
+}
+
+void GraphBuilder::output_head(float final_softcap) {
   IrRegion& r = region(IrRegionKind::kOutputHead, -1);
   const uint32_t d = hp_.n_embd;
-  IrOp norm;
-  norm.kind = IrOpKind::kRmsNorm;
-  norm.label = "output_norm";
+  IrOp norm =
+      norm_op("output_norm", {out_hidden_, 0, d}, {out_normed_, 0, d}, "output_norm.weight");
   norm.rows = RowSpace::kOutput;
-  norm.input = {IrValue::kOutHidden, 0, d};
-  norm.output = {IrValue::kOutNormed, 0, d};
-  norm.eps = hp_.norm_eps;
-  norm.weights.push_back(weight("output_norm.weight", {d}));
   r.ops.push_back(std::move(norm));
 
   IrOp head;
-  head.kind = IrOpKind::kMatmul;
+  head.kind = BackendOp::kMatmul;
   head.rows = RowSpace::kOutput;
   const bool tied = !has("output.weight");
   head.label = tied ? "output (tied to token_embd)" : "output";
-  head.input = {IrValue::kOutNormed, 0, d};
-  head.output = {IrValue::kLogits, 0, hp_.n_vocab};
+  head.input = {out_normed_, 0, d};
+  head.output = {ir_.logits, 0, hp_.n_vocab};
   head.weights.push_back(weight(tied ? "token_embd.weight" : "output.weight", {d, hp_.n_vocab}));
   r.ops.push_back(std::move(head));
+
+  if (final_softcap > 0.0f) {
+    IrOp cap;
+    cap.kind = BackendOp::kSoftcap;
+    cap.label = "final soft-cap";
+    cap.rows = RowSpace::kOutput;
+    cap.input = {ir_.logits, 0, hp_.n_vocab};
+    cap.output = cap.input;
+    cap.softcap = final_softcap;
+    r.ops.push_back(std::move(cap));
+  }
 }
 
 }  // namespace synapse

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The shared blocks architectures build their IR from: token embedding, pre-norm attention
-// (optional q/k/v biases, optional per-head q/k RMSNorm, RoPE, paged KV, GQA), the SwiGLU
-// feed-forward, and the output head (final RMSNorm, tied or separate projection). Weights are
-// looked up in the model file by their GGUF names; a missing one is recorded with a null view
-// and reported by the verifier, naming its region and op.
+// The shared blocks architectures build their IR from: token embedding (optionally scaled),
+// pre-norm attention (separate or fused q/k/v, optional biases, per-head q/k RMSNorm, RoPE with
+// per-layer base and frequency factors, paged KV, GQA, sliding window, score soft-cap, optional
+// post-norm), the gated feed-forward (SwiGLU or GeGLU, separate or fused gate|up, optional
+// post-norm), the mixture-of-experts feed-forward, and the output head (final RMSNorm, tied or
+// separate projection, optional final soft-cap). Weights are looked up in the model file by
+// their GGUF names; a missing one is recorded with a null view and reported by the verifier,
+// naming its region and op. Nothing here names an architecture: the options say what differs.
 #pragma once
 
 #include <string>
@@ -21,26 +24,49 @@ struct GraphOptions {
 struct AttentionBlockOptions {
   bool qkv_bias = false;         // q/k/v biases required (Qwen2)
   bool optional_biases = false;  // q/k/v/output biases used when the file has them (Llama)
-  bool qk_norm = false;          // per-head RMSNorm of q and k before RoPE (Qwen3)
+  bool qk_norm = false;          // per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3)
+  bool fused_qkv = false;        // one attn_qkv matrix whose rows are q | k | v (Phi-3)
+  bool post_norm = false;        // post_attention_norm of the output before the residual (Gemma)
+  uint32_t window = 0;           // sliding window in tokens (0: the whole context)
+  float softcap = 0.0f;          // attention score soft-cap (Gemma 2)
+  float rope_freq_base = 0.0f;   // 0: the model's base (Gemma 3's local layers have their own)
+  // Per-pair RoPE frequency divisors: this tensor ("" : rope_freqs.weight when the file has it).
+  std::string rope_factors;
+};
+
+enum class GatedActivation : uint8_t { kSwiGlu, kGeGlu };
+
+struct FeedForwardOptions {
+  GatedActivation activation = GatedActivation::kSwiGlu;
+  bool fused_gate_up = false;  // one ffn_up matrix whose rows are gate | up (Phi-3)
+  bool post_norm = false;      // post_ffw_norm of the output before the residual (Gemma)
+};
+
+struct MoeBlockOptions {
+  bool normalize = true;  // renormalize the chosen experts' weights (Qwen3-MoE's norm_topk_prob)
 };
 
 // RoPE as llama.cpp parameterizes it for these hyper-parameters: linear scaling through
 // freq_scale, YaRN's extrapolation mix and magnitude correction (attn_factor). freq_factors is
-// left null (the lowering points it at rope_freqs.weight when the model has one).
+// left null (the lowering points it at the op's frequency-factor weight when it has one).
 RopeParams rope_params(const HParams& hp);
 
 class GraphBuilder {
  public:
   GraphBuilder(const HParams& hp, const ModelFile& file, const GraphOptions& options);
 
-  void token_embedding();
-  // The attention half of block b: hidden += W_o attention(rope(W_qkv norm(hidden))).
+  // token_embd rows, times `scale` when it is not 1 (Gemma scales by sqrt(n_embd)).
+  void token_embedding(float scale = 1.0f);
+  // The attention half of block b: hidden += [post_norm] W_o attention(rope(W_qkv norm(hidden))).
   void attention_block(uint32_t b, const AttentionBlockOptions& options);
-  // The feed-forward half: hidden += W_down (silu(W_gate x) * W_up x), x = norm(hidden). The
-  // last block's runs on the output rows only (after the rows are selected).
-  void swiglu_block(uint32_t b);
-  // Final norm and the projection to the vocabulary (output.weight, or token_embd when tied).
-  void output_head();
+  // The feed-forward half: hidden += [post_norm] W_down act(W_gate x, W_up x), x = norm(hidden).
+  // The last block's runs on the output rows only (after the rows are selected).
+  void feed_forward_block(uint32_t b, const FeedForwardOptions& options);
+  // The mixture-of-experts feed-forward: hidden += moe(norm(hidden)).
+  void moe_block(uint32_t b, const MoeBlockOptions& options);
+  // Final norm and the projection to the vocabulary (output.weight, or token_embd when tied),
+  // then logits -> cap * tanh(logits / cap) when final_softcap > 0 (Gemma 2).
+  void output_head(float final_softcap = 0.0f);
 
   ModelIr finish() { return std::move(ir_); }
 
@@ -48,12 +74,24 @@ class GraphBuilder {
   IrWeight weight(const std::string& name, std::vector<uint64_t> expected_shape) const;
   bool has(const std::string& name) const { return file_.tensor_view(name) != nullptr; }
   IrRegion& region(IrRegionKind kind, int32_t block);
-  // Where the last block's rows are selected: the hidden value of the rows that remain.
-  IrValue hidden_of(uint32_t block) const;
+  // After the last block's attention only the output rows go on: its feed-forward reads and
+  // writes the output-row values.
+  bool is_last(uint32_t block) const { return block + 1 == hp_.n_layer; }
+  IrOp norm_op(const char* label, IrSlice in, IrSlice out, const std::string& weight_name);
+  // The values and rows a feed-forward of block b reads (hidden) and normalizes into (normed).
+  struct FfnFrame {
+    IrValueId hidden, normed;
+    RowSpace rows;
+  };
+  FfnFrame ffn_frame(uint32_t b) const;
+  // The end of a feed-forward: the optional post-norm of `result`, and hidden += result.
+  void finish_ffn(IrRegion& r, uint32_t b, const FfnFrame& f, IrValueId result, bool post_norm);
 
   const HParams& hp_;
   const ModelFile& file_;
   ModelIr ir_;
+  // The values every decoder has (more are declared as blocks need them).
+  IrValueId hidden_, normed_, qkv_, attention_, gate_up_, ffn_, out_hidden_, out_normed_;
 };
 
 }  // namespace synapse

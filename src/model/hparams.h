@@ -54,6 +54,23 @@ struct HParams {
   uint32_t n_token_types = 0;  // BERT token-type (segment) embeddings
   uint32_t n_cls_out =
       0;  // classification head outputs (<arch>.classifier.output_labels); 0: none declared
+  // Local attention: a sliding window on the layers of the pattern (Gemma 2/3, Phi-3 when set).
+  uint32_t sliding_window = 0;  // <arch>.attention.sliding_window; 0: none
+  // Layer il is local iff swa_period > 0 and il % swa_period < swa_period - 1 (Gemma 2: 2,
+  // Gemma 3: 6); swa_period 1 makes every layer local.
+  uint32_t swa_period = 0;
+  float rope_freq_base_swa = 0.0f;  // <arch>.rope.freq_base_swa; 0: the global base
+  float attn_softcap = 0.0f;        // <arch>.attn_logit_softcapping; 0: none
+  float final_softcap = 0.0f;       // <arch>.final_logit_softcapping; 0: none
+  // Mixture of experts (<arch>.expert_count, expert_used_count, expert_feed_forward_length).
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  uint32_t n_ff_expert = 0;
+
+  bool is_local_layer(uint32_t il) const {
+    if (sliding_window == 0 || swa_period == 0) return false;
+    return swa_period == 1 || il % swa_period < swa_period - 1;
+  }
 
   uint32_t q_dim() const { return n_head * head_dim_k; }
   uint32_t k_dim() const { return n_head_kv * head_dim_k; }

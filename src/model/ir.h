@@ -1,57 +1,40 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Model IR: a loaded model described as coarse regions (token embedding; per block its
-// attention and its feed-forward; the output head) holding ops with their shapes, dtypes,
-// weights and the activation values they read and write. An architecture builds it from the
-// shared blocks (graph_blocks.h); verify_ir() checks it against a backend before any token
-// runs; lower_ir() turns it into the execution plan (plan.h) that names the kernel of every op.
+// The Model IR: a loaded model as a graph of typed values and ops, grouped in coarse regions
+// (token embedding; per block its attention and its feed-forward; the output head). An
+// architecture builds it from the shared blocks (graph_blocks.h); verify_ir() checks it against
+// a backend before any token runs; lower_ir() turns it into the execution plan (plan.h) that
+// names the kernel of every op.
 //
-// Activations are per-token rows: a "value" is a buffer of rows of a fixed width in floats
-// (the residual stream, the q|k|v projections, ...). Ops read and write column ranges of
-// values. Ops of the output head and of the last block's feed-forward run only on the rows
-// whose logits are wanted (RowSpace::kOutput): the rest of the last block is not needed.
+// Values are per-token activation rows the builder declares as it needs them: a name, a width
+// in floats, and the rows they hold (every token of the step, or only the rows whose logits or
+// hidden states are wanted). Ops read and write column ranges of values; each op is one of the
+// backend's ops (BackendOp), with its weights and attributes. Ops of the output head and of the
+// last block's feed-forward run only on the output rows: the rest of the last block is not
+// needed for the others.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "backend/backend.h"
 #include "format/model_file.h"
 #include "kernels/kernel_table.h"
 #include "model/hparams.h"
 
 namespace synapse {
 
-enum class IrValue : uint8_t {
-  kHidden,     // the residual stream (n_embd)
-  kNormed,     // a normalized copy of it (n_embd)
-  kQkv,        // q | k | v projections
-  kAttention,  // attention output, per head (n_head * head_dim_v)
-  kGateUp,     // gate | up projections (2 * n_ff)
-  kFfn,        // silu(gate) * up (n_ff)
-  kOutHidden,  // the residual stream of the rows whose logits are wanted
-  kOutNormed,  // its normalized copy
-  kLogits,     // n_vocab per output row: the caller's buffer
-};
-inline constexpr size_t kIrValueCount = 9;
-std::string_view ir_value_name(IrValue value);
-
-enum class IrOpKind : uint8_t {
-  kEmbed,        // token ids -> rows of the embedding table
-  kRmsNorm,      // per row, or per head segment (q/k norms)
-  kMatmul,       // one or more weight matrices applied to the same input (q|k|v, gate|up)
-  kAddBias,      // rows += bias (biases of the matrices of the preceding matmul)
-  kRope,         // rotary embedding of q and k heads
-  kKvStore,      // k and v rows into this block's KV cache pages
-  kAttention,    // causal attention of q over the cache
-  kSwiGlu,       // silu(gate) * up
-  kAddResidual,  // hidden += projection
-  kSelectRows,   // gather the rows whose logits are wanted
-};
-std::string_view ir_op_name(IrOpKind kind);
-
+// Which rows a value holds: every token of the step, or the selected output rows.
 enum class RowSpace : uint8_t { kTokens, kOutput };
+
+using IrValueId = uint32_t;
+
+struct IrValueInfo {
+  std::string name;    // "hidden", "qkv", ...
+  uint32_t width = 0;  // floats per row
+  RowSpace rows = RowSpace::kTokens;
+};
 
 enum class IrRegionKind : uint8_t { kEmbedding, kAttention, kFeedForward, kOutputHead };
 std::string_view ir_region_kind_name(IrRegionKind kind);
@@ -66,17 +49,25 @@ struct IrWeight {
 
 // A column range of a value.
 struct IrSlice {
-  IrValue value = IrValue::kHidden;
+  IrValueId value = 0;
   uint32_t offset = 0;  // first column (floats)
   uint32_t width = 0;   // columns
 };
 
+// Mixture-of-experts attributes (kMoe): weights are [router, gate_exps, up_exps, down_exps].
+struct IrMoe {
+  uint32_t n_expert = 0;
+  uint32_t n_used = 0;
+  uint32_t n_ff = 0;  // per expert
+  bool normalize = true;
+};
+
 struct IrOp {
-  IrOpKind kind = IrOpKind::kEmbed;
+  BackendOp kind = BackendOp::kEmbed;
   std::string label;  // what it computes: "q|k|v", "attn_norm", ...
   RowSpace rows = RowSpace::kTokens;
   IrSlice input;
-  IrSlice output;  // kAddResidual: the value added to; kKvStore: unused
+  IrSlice output;  // kAdd: the value added to; kKvStore: unused
   std::vector<IrWeight> weights;
   // Attributes, by kind.
   uint32_t n_segments = 1;  // kRmsNorm: segments of input.width / n_segments per row
@@ -86,7 +77,11 @@ struct IrOp {
   uint32_t head_dim = 0;    // kRope, kAttention, kKvStore
   uint32_t layer = 0;       // kKvStore, kAttention: which block's cache
   RopeParams rope{};        // kRope (freq_factors resolved at lowering from weights[0], if any)
-  float attention_scale = 0.0f;
+  float attention_scale = 0.0f;  // kAttention
+  float softcap = 0.0f;          // kAttention: score soft-cap; kSoftcap: the cap
+  uint32_t window = 0;           // kAttention: sliding window (0: the whole context)
+  float scale = 1.0f;            // kScale
+  IrMoe moe;                     // kMoe
 };
 
 struct IrRegion {
@@ -98,12 +93,21 @@ struct IrRegion {
 
 struct ModelIr {
   HParams hp;
-  uint32_t n_ctx = 0;                            // tokens per sequence this model is run with
-  TensorType kv_type = TensorType::kF32;         // the KV cache's element type
-  std::array<uint32_t, kIrValueCount> widths{};  // floats per row of each value
+  uint32_t n_ctx = 0;                     // tokens per sequence this model is run with
+  TensorType kv_type = TensorType::kF32;  // the KV cache's element type
+  std::vector<IrValueInfo> values;
+  IrValueId logits = 0;  // n_vocab per output row: the caller's buffer, not allocated
+  // An output-row value of n_embd the output head may use as scratch after the final norm has
+  // read it (to compact the rows whose logits are wanted).
+  IrValueId head_scratch = 0;
   std::vector<IrRegion> regions;
 
-  uint32_t width(IrValue v) const { return widths[static_cast<size_t>(v)]; }
+  uint32_t width(IrValueId v) const { return values.at(v).width; }
+  const std::string& value_name(IrValueId v) const { return values.at(v).name; }
+  IrValueId add_value(std::string name, uint32_t width, RowSpace rows = RowSpace::kTokens) {
+    values.push_back(IrValueInfo{std::move(name), width, rows});
+    return static_cast<IrValueId>(values.size() - 1);
+  }
 };
 
 }  // namespace synapse

@@ -9,34 +9,8 @@
 namespace synapse {
 namespace {
 
-BackendOp backend_op_of(IrOpKind kind) {
-  switch (kind) {
-    case IrOpKind::kEmbed:
-      return BackendOp::kEmbed;
-    case IrOpKind::kRmsNorm:
-      return BackendOp::kRmsNorm;
-    case IrOpKind::kMatmul:
-      return BackendOp::kMatmul;
-    case IrOpKind::kAddBias:
-      return BackendOp::kAddBias;
-    case IrOpKind::kRope:
-      return BackendOp::kRope;
-    case IrOpKind::kKvStore:
-      return BackendOp::kKvStore;
-    case IrOpKind::kAttention:
-      return BackendOp::kAttention;
-    case IrOpKind::kSwiGlu:
-      return BackendOp::kSwiGlu;
-    case IrOpKind::kAddResidual:
-      return BackendOp::kAdd;
-    case IrOpKind::kSelectRows:
-      return BackendOp::kCopyRows;
-  }
-  return BackendOp::kAdd;
-}
-
 std::string where(const IrRegion& region, const IrOp& op) {
-  return region.name() + " / " + std::string(ir_op_name(op.kind)) + " '" + op.label + "'";
+  return region.name() + " / " + std::string(backend_op_name(op.kind)) + " '" + op.label + "'";
 }
 
 std::string shape_text(const std::vector<uint64_t>& shape) {
@@ -99,13 +73,56 @@ Status verify_geometry(const ModelIr& ir) {
 }
 
 Status verify_slice(const ModelIr& ir, const IrRegion& region, const IrOp& op, IrSlice s) {
-  if (s.width == 0 && op.kind != IrOpKind::kEmbed) return ok_status();
+  if (s.width == 0 && op.kind != BackendOp::kEmbed) return ok_status();
+  if (s.value >= ir.values.size()) {
+    return Status(ErrorCode::kBadShape,
+                  where(region, op) + ": reads or writes an undeclared value");
+  }
   if (uint64_t{s.offset} + s.width > ir.width(s.value)) {
-    return Status(ErrorCode::kBadShape, where(region, op) + ": columns [" +
-                                            std::to_string(s.offset) + ", " +
-                                            std::to_string(s.offset + s.width) + ") outside " +
-                                            std::string(ir_value_name(s.value)) + " of width " +
-                                            std::to_string(ir.width(s.value)));
+    return Status(ErrorCode::kBadShape,
+                  where(region, op) + ": columns [" + std::to_string(s.offset) + ", " +
+                      std::to_string(s.offset + s.width) + ") outside " + ir.value_name(s.value) +
+                      " of width " + std::to_string(ir.width(s.value)));
+  }
+  return ok_status();
+}
+
+// The expert tensors of a kMoe op: [router, gate_exps, up_exps, down_exps] with shapes
+// [in, n_expert], [in, n_ff, n_expert] twice and [n_ff, out, n_expert].
+Status verify_moe(const ModelIr& ir, const IrRegion& region, const IrOp& op, const Backend& be) {
+  const IrMoe& m = op.moe;
+  const auto bad = [&](const std::string& message, const std::string& tensor) {
+    return Status(ErrorCode::kBadShape, where(region, op) + ": " + message,
+                  ErrorWhere{.tensor = tensor});
+  };
+  if (op.weights.size() != 4) return bad("expects a router and three expert tensors", "");
+  if (m.n_expert == 0 || m.n_expert > kMaxMoeExperts || m.n_used == 0 || m.n_used > m.n_expert) {
+    return Status(ErrorCode::kBadValue,
+                  where(region, op) + ": " + std::to_string(m.n_used) + " of " +
+                      std::to_string(m.n_expert) + " experts (at most " +
+                      std::to_string(kMaxMoeExperts) + ")",
+                  ErrorWhere{.key = ir.hp.arch + ".expert_used_count"});
+  }
+  const uint64_t in = op.input.width, out = op.output.width;
+  const std::vector<uint64_t> expected[4] = {{in, m.n_expert},
+                                             {in, m.n_ff, m.n_expert},
+                                             {in, m.n_ff, m.n_expert},
+                                             {m.n_ff, out, m.n_expert}};
+  for (size_t i = 0; i < 4; ++i) {
+    const IrWeight& w = op.weights[i];
+    if (w.shape != expected[i]) {
+      return bad("tensor '" + w.name + "' has shape " + shape_text(w.shape) + ", expected " +
+                     shape_text(expected[i]),
+                 w.name);
+    }
+    const BackendOp needs = i == 0 ? BackendOp::kMatmul : BackendOp::kMoe;
+    if (!be.supports(needs, w.type) || w.shape[0] % block_elements(w.type) != 0) {
+      return Status(ErrorCode::kUnsupported,
+                    where(region, op) + ": backend " + std::string(be.name()) + " cannot run " +
+                        std::string(backend_op_name(needs)) + " on " +
+                        std::string(tensor_type_name(w.type)) + " (tensor '" + w.name + "')",
+                    ErrorWhere{.tensor = w.name});
+    }
   }
   return ok_status();
 }
@@ -134,9 +151,11 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
                       (tensor.empty() ? "" : " (tensor '" + tensor + "')"),
                   ErrorWhere{.tensor = tensor});
   };
-  const BackendOp bop = backend_op_of(op.kind);
+  const BackendOp bop = op.kind;
   switch (op.kind) {
-    case IrOpKind::kEmbed: {
+    case BackendOp::kMoe:
+      return verify_moe(ir, region, op, be);
+    case BackendOp::kEmbed: {
       const IrWeight& w = op.weights.at(0);
       if (w.shape.size() != 2 || w.shape[0] != op.output.width || w.shape[1] != ir.hp.n_vocab) {
         return bad_shape(
@@ -145,7 +164,7 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
       if (!be.supports(bop, w.type)) return unsupported(bop, w.type, w.name);
       return ok_status();
     }
-    case IrOpKind::kMatmul: {
+    case BackendOp::kMatmul: {
       uint64_t rows = 0;
       for (const IrWeight& w : op.weights) {
         if (w.shape.size() != 2 || w.shape[0] != op.input.width) {
@@ -164,16 +183,16 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
       }
       return ok_status();
     }
-    case IrOpKind::kRmsNorm:
-    case IrOpKind::kAddBias:
-    case IrOpKind::kRope: {
+    case BackendOp::kRmsNorm:
+    case BackendOp::kAddBias:
+    case BackendOp::kRope: {
       uint64_t expected = 0;
-      if (op.kind == IrOpKind::kRmsNorm) {
+      if (op.kind == BackendOp::kRmsNorm) {
         if (op.n_segments == 0 || op.input.width % op.n_segments != 0) {
           return Status(ErrorCode::kBadShape, where(region, op) + ": bad segment count");
         }
         expected = op.input.width / op.n_segments;
-      } else if (op.kind == IrOpKind::kAddBias) {
+      } else if (op.kind == BackendOp::kAddBias) {
         expected = op.output.width;
       } else {
         expected = ir.hp.n_rot / 2;
@@ -187,9 +206,15 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
       if (!be.supports(bop, TensorType::kF32)) return unsupported(bop, TensorType::kF32, "");
       return ok_status();
     }
-    case IrOpKind::kKvStore:
-    case IrOpKind::kAttention:
+    case BackendOp::kKvStore:
+    case BackendOp::kAttention:
       if (!be.supports(bop, ir.kv_type)) return unsupported(bop, ir.kv_type, "");
+      return ok_status();
+    case BackendOp::kSoftcap:
+      if (!(op.softcap > 0.0f)) {
+        return Status(ErrorCode::kBadValue, where(region, op) + ": soft-cap must be positive");
+      }
+      if (!be.supports(bop, TensorType::kF32)) return unsupported(bop, TensorType::kF32, "");
       return ok_status();
     default:
       if (!be.supports(bop, TensorType::kF32)) return unsupported(bop, TensorType::kF32, "");
@@ -215,6 +240,25 @@ const float* vector_f32(const TensorView& view, ExecutionPlan& plan) {
   return plan.converted_vectors.back().get();
 }
 
+WeightMatrix matrix_of(const TensorView& v) {
+  return WeightMatrix{v.type, v.data.data(), row_bytes(v.type, v.dims[0]),
+                      static_cast<size_t>(v.rows()), static_cast<size_t>(v.dims[0])};
+}
+
+// The router, then expert e's gate, up and down: slice e of each 3-D tensor (ne[2] = expert).
+void lower_moe(const IrOp& op, PlanOp& p) {
+  p.matrices.push_back(matrix_of(*op.weights[0].view));
+  for (uint32_t e = 0; e < op.moe.n_expert; ++e) {
+    for (size_t i = 1; i < 4; ++i) {
+      const TensorView& v = *op.weights[i].view;
+      const size_t rows = static_cast<size_t>(v.dims[1]);
+      const size_t stride = row_bytes(v.type, v.dims[0]);
+      p.matrices.push_back(WeightMatrix{v.type, v.data.data() + e * rows * stride, stride, rows,
+                                        static_cast<size_t>(v.dims[0])});
+    }
+  }
+}
+
 }  // namespace
 
 Status verify_ir(const ModelIr& ir, const Backend& backend, MatmulMode /*mode*/) {
@@ -236,9 +280,11 @@ Result<ExecutionPlan> lower_ir(const ModelIr& ir, const Backend& backend, Matmul
     for (const IrOp& op : region.ops) {
       PlanOp p;
       p.op = op;
-      p.backend_op = backend_op_of(op.kind);
       TensorType type = TensorType::kF32;
-      if (op.kind == IrOpKind::kEmbed || op.kind == IrOpKind::kMatmul) {
+      if (op.kind == BackendOp::kMoe) {
+        lower_moe(op, p);
+        type = op.weights[1].type;
+      } else if (op.kind == BackendOp::kEmbed || op.kind == BackendOp::kMatmul) {
         for (const IrWeight& w : op.weights) {
           const TensorView& v = *w.view;
           p.matrices.push_back(WeightMatrix{v.type, v.data.data(), row_bytes(v.type, v.dims[0]),
@@ -249,13 +295,16 @@ Result<ExecutionPlan> lower_ir(const ModelIr& ir, const Backend& backend, Matmul
       } else if (!op.weights.empty()) {
         p.vector = vector_f32(*op.weights.front().view, plan);
       }
-      if (op.kind == IrOpKind::kKvStore || op.kind == IrOpKind::kAttention) type = ir.kv_type;
-      p.kernel = backend.kernel_name(p.backend_op, type, mode);
-      if (op.kind == IrOpKind::kMatmul && op.weights.size() > 1) {
+      if (op.kind == BackendOp::kKvStore || op.kind == BackendOp::kAttention) type = ir.kv_type;
+      p.kernel = backend.kernel_name(op.kind, type, mode);
+      if (op.kind == BackendOp::kMoe && op.weights[3].type != type) {
+        p.kernel += "; " + backend.kernel_name(op.kind, op.weights[3].type, mode);
+      }
+      if (op.kind == BackendOp::kMatmul && op.weights.size() > 1) {
         // Mixed types in one group (Q4_K_M mixes): name each matrix's kernel.
         for (size_t i = 1; i < op.weights.size(); ++i) {
           if (op.weights[i].type != type) {
-            p.kernel += "; " + backend.kernel_name(p.backend_op, op.weights[i].type, mode);
+            p.kernel += "; " + backend.kernel_name(op.kind, op.weights[i].type, mode);
           }
         }
       }
@@ -276,7 +325,7 @@ std::string format_plan(const ModelIr& ir, const ExecutionPlan& plan) {
       << ", backend " << plan.backend_name << ", matmul activations "
       << (plan.matmul_mode.path == DotPath::kF32 ? "F32" : "quantized") << "\n";
   const auto slice = [&](IrSlice s) {
-    std::string t = std::string(ir_value_name(s.value));
+    std::string t = ir.value_name(s.value);
     if (s.offset != 0 || s.width != ir.width(s.value)) {
       t += "[" + std::to_string(s.offset) + ":" + std::to_string(s.offset + s.width) + "]";
     }
@@ -286,12 +335,13 @@ std::string format_plan(const ModelIr& ir, const ExecutionPlan& plan) {
     out << r.name << "\n";
     for (const PlanOp& p : r.ops) {
       const IrOp& op = p.op;
-      out << "  " << ir_op_name(op.kind) << " '" << op.label << "'";
+      out << "  " << backend_op_name(op.kind) << " '" << op.label << "'";
       if (op.rows == RowSpace::kOutput) out << " (output rows)";
       out << ": ";
       if (op.input.width != 0) out << slice(op.input) << " -> ";
-      out << (op.kind == IrOpKind::kKvStore ? std::string("cache layer ") + std::to_string(op.layer)
-                                            : slice(op.output));
+      out << (op.kind == BackendOp::kKvStore
+                  ? std::string("cache layer ") + std::to_string(op.layer)
+                  : slice(op.output));
       for (const IrWeight& w : op.weights) {
         out << "; " << w.name << " " << tensor_type_name(w.type) << " " << shape_text(w.shape);
       }

@@ -16,11 +16,12 @@
 namespace synapse {
 
 struct PlanOp {
-  IrOp op;  // what to compute (copied from the IR)
-  BackendOp backend_op = BackendOp::kAdd;
-  std::string kernel;                  // the kernel that runs it here
-  std::vector<WeightMatrix> matrices;  // kEmbed, kMatmul: in the IR's weight order
-  const float* vector = nullptr;       // kRmsNorm weight, kAddBias bias, kRope freq factors
+  IrOp op;             // what to compute (copied from the IR)
+  std::string kernel;  // the kernel that runs it here
+  // kEmbed, kMatmul: the matrices in the IR's weight order. kMoe: the router, then each
+  // expert's gate, up and down matrices (slices of the 3-D expert tensors), expert by expert.
+  std::vector<WeightMatrix> matrices;
+  const float* vector = nullptr;  // kRmsNorm weight, kAddBias bias, kRope freq factors
 };
 
 struct PlanRegion {

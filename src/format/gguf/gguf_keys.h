@@ -37,6 +37,13 @@ inline constexpr std::string_view kRopeScalingYarnLogMul = "rope.scaling.yarn_lo
 inline constexpr std::string_view kRopeScalingYarnExtFactor = "rope.scaling.yarn_ext_factor";
 inline constexpr std::string_view kRopeScalingYarnBetaFast = "rope.scaling.yarn_beta_fast";
 inline constexpr std::string_view kRopeScalingYarnBetaSlow = "rope.scaling.yarn_beta_slow";
+inline constexpr std::string_view kRopeFreqBaseSwa = "rope.freq_base_swa";
+inline constexpr std::string_view kSlidingWindow = "attention.sliding_window";
+inline constexpr std::string_view kAttnLogitSoftcap = "attn_logit_softcapping";
+inline constexpr std::string_view kFinalLogitSoftcap = "final_logit_softcapping";
+inline constexpr std::string_view kExpertCount = "expert_count";
+inline constexpr std::string_view kExpertUsedCount = "expert_used_count";
+inline constexpr std::string_view kExpertFeedForwardLength = "expert_feed_forward_length";
 inline constexpr std::string_view kVocabSize = "vocab_size";
 inline constexpr std::string_view kPoolingType = "pooling_type";
 // Labels of a classification head (rerankers); their count is the head's output size.

@@ -40,7 +40,7 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
   const uint8_t* k_rows[kChunk];
   const uint8_t* v_rows[kChunk];
   alignas(32) float scores[kChunk];
-  for (size_t t0 = 0; t0 < n_keys; t0 += kChunk) {
+  for (size_t t0 = first_visible_key(n_keys, p.window); t0 < n_keys; t0 += kChunk) {
     const size_t n = n_keys - t0 < kChunk ? n_keys - t0 : kChunk;
     for (size_t i = 0; i < n; ++i) {
       const size_t t = t0 + i;

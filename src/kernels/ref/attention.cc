@@ -45,18 +45,19 @@ void attend(const float* q, size_t n_group, const KvPages& kv, size_t kv_head, s
   for (size_t g = 0; g < n_group; ++g) {
     const float* qg = q + g * p.head_dim;
     float* og = out + g * p.head_dim;
+    const size_t first = first_visible_key(n_keys, p.window);
     if (n_keys == 0) {
       for (size_t d = 0; d < p.head_dim; ++d) og[d] = 0.0f;
       continue;
     }
     float max = -INFINITY;
-    for (size_t t = 0; t < n_keys; ++t) {
+    for (size_t t = first; t < n_keys; ++t) {
       const float s = score(qg, kv, t, kv_head, p);
       if (s > max) max = s;
     }
     double acc[kMaxHeadDim] = {};
     double sum = 0.0;
-    for (size_t t = 0; t < n_keys; ++t) {
+    for (size_t t = first; t < n_keys; ++t) {
       const double e = std::exp(static_cast<double>(score(qg, kv, t, kv_head, p) - max));
       sum += e;
       for (size_t d = 0; d < p.head_dim; ++d) {

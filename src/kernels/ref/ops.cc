@@ -101,6 +101,10 @@ void scale(const float* x, float s, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = x[i] * s;
 }
 
+void softcap(const float* x, float cap, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = cap * std::tanh(x[i] / cap);
+}
+
 uint64_t read_bytes(const uint8_t* p, size_t n) {
   uint64_t acc = 0;
   for (size_t i = 0; i + 8 <= n; i += 8) {

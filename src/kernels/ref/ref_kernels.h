@@ -37,6 +37,7 @@ void swiglu(const float* gate, const float* up, float* y, size_t n);
 void add(const float* a, const float* b, float* y, size_t n);
 void mul(const float* a, const float* b, float* y, size_t n);
 void scale(const float* x, float s, float* y, size_t n);
+void softcap(const float* x, float cap, float* y, size_t n);
 void attend(const float* q, size_t n_group, const KvPages& kv, size_t kv_head, size_t n_keys,
             const AttentionParams& params, float* out);
 uint64_t read_bytes(const uint8_t* p, size_t n);

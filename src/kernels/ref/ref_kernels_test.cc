@@ -146,6 +146,18 @@ TEST(RefAttention, OneKeyGivesItsValueAndEqualKeysAverage) {
   for (size_t d = 0; d < dim; ++d) EXPECT_FLOAT_EQ(out[d], v0[d]);
   ref::attend(q, 1, kv, 0, 2, p, out);
   for (size_t d = 0; d < dim; ++d) EXPECT_NEAR(out[d], (v0[d] + v1[d]) / 2, kClose);
+  // A window of one key leaves only the newest: its value, not the average.
+  const AttentionParams windowed{1, 1, dim, 1.0f, 0.0f, 1};
+  ref::attend(q, 1, kv, 0, 2, windowed, out);
+  for (size_t d = 0; d < dim; ++d) EXPECT_FLOAT_EQ(out[d], v1[d]);
+}
+
+TEST(RefOps, SoftcapIsCapTimesTanh) {
+  const float x[] = {0.0f, 1.0f, -30.0f, 300.0f};
+  float y[4];
+  ref::softcap(x, 3.0f, y, 4);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(y[i], 3.0f * std::tanh(x[i] / 3.0f), 1e-6f);
+  EXPECT_LE(y[3], 3.0f);
 }
 
 }  // namespace

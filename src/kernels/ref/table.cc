@@ -77,6 +77,7 @@ void fill_table(KernelTable& table) {
   table.add = add;
   table.mul = mul;
   table.scale = scale;
+  table.softcap = softcap;
   table.attend = attend;
   table.read_bytes = read_bytes;
 }

@@ -176,9 +176,15 @@ std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOpt
   out.push_back({"token_embd.weight", {d, hp.n_vocab}, TensorRole::kTokenEmbedding});
   for (uint32_t b = 0; b < hp.n_layer; ++b) {
     out.push_back({block_tensor(b, "attn_norm.weight"), {d}, TensorRole::kNorm});
-    out.push_back({block_tensor(b, "attn_q.weight"), {d, hp.q_dim()}, TensorRole::kAttention});
-    out.push_back({block_tensor(b, "attn_k.weight"), {d, hp.k_dim()}, TensorRole::kAttention});
-    out.push_back({block_tensor(b, "attn_v.weight"), {d, hp.v_dim()}, TensorRole::kAttention});
+    if (options.fused_qkv) {
+      out.push_back({block_tensor(b, "attn_qkv.weight"),
+                     {d, uint64_t{hp.q_dim()} + hp.k_dim() + hp.v_dim()},
+                     TensorRole::kAttention});
+    } else {
+      out.push_back({block_tensor(b, "attn_q.weight"), {d, hp.q_dim()}, TensorRole::kAttention});
+      out.push_back({block_tensor(b, "attn_k.weight"), {d, hp.k_dim()}, TensorRole::kAttention});
+      out.push_back({block_tensor(b, "attn_v.weight"), {d, hp.v_dim()}, TensorRole::kAttention});
+    }
     if (options.qkv_bias || options.optional_biases) {
       const bool required = options.qkv_bias;
       out.push_back({block_tensor(b, "attn_q.bias"), {hp.q_dim()}, TensorRole::kBias, required});
@@ -195,16 +201,45 @@ std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOpt
     if (options.optional_biases) {
       out.push_back({block_tensor(b, "attn_output.bias"), {d}, TensorRole::kBias, false});
     }
+    if (options.post_norms) {
+      out.push_back({block_tensor(b, "post_attention_norm.weight"), {d}, TensorRole::kNorm});
+    }
     out.push_back({block_tensor(b, "ffn_norm.weight"), {d}, TensorRole::kNorm});
-    out.push_back({block_tensor(b, "ffn_gate.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
-    out.push_back({block_tensor(b, "ffn_up.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
-    out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
+    if (options.moe) {
+      const uint64_t f = hp.n_ff_expert, n = hp.n_expert;
+      // The router stays F32 in llama.cpp's files (its scores pick the experts).
+      out.push_back({block_tensor(b, "ffn_gate_inp.weight"), {d, n}, TensorRole::kNorm});
+      out.push_back({block_tensor(b, "ffn_gate_exps.weight"), {d, f, n}, TensorRole::kFeedForward});
+      out.push_back({block_tensor(b, "ffn_up_exps.weight"), {d, f, n}, TensorRole::kFeedForward});
+      out.push_back({block_tensor(b, "ffn_down_exps.weight"), {f, d, n}, TensorRole::kFeedForward});
+    } else if (options.fused_gate_up) {
+      out.push_back(
+          {block_tensor(b, "ffn_up.weight"), {d, uint64_t{2} * hp.n_ff}, TensorRole::kFeedForward});
+      out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
+    } else {
+      out.push_back({block_tensor(b, "ffn_gate.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
+      out.push_back({block_tensor(b, "ffn_up.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
+      out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
+    }
+    if (options.post_norms) {
+      out.push_back({block_tensor(b, "post_ffw_norm.weight"), {d}, TensorRole::kNorm});
+    }
   }
   // Llama 3.1-style per-pair frequency divisors (optional).
   out.push_back({"rope_freqs.weight", {hp.n_rot / 2}, TensorRole::kNorm, /*required=*/false});
   out.push_back({"output_norm.weight", {d}, TensorRole::kNorm});
   out.push_back({"output.weight", {d, hp.n_vocab}, TensorRole::kOutput, /*required=*/false});
   return out;
+}
+
+AttentionBlockOptions attention_options(const DecoderBlockOptions& blocks) {
+  AttentionBlockOptions a;
+  a.qkv_bias = blocks.qkv_bias;
+  a.optional_biases = blocks.optional_biases;
+  a.qk_norm = blocks.qk_norm;
+  a.fused_qkv = blocks.fused_qkv;
+  a.post_norm = blocks.post_norms;
+  return a;
 }
 
 Status DecoderArchitecture::read_hparams(const GgufMetadata& md, HParams& hp) const {
@@ -256,12 +291,10 @@ Result<ModelIr> DecoderArchitecture::build_graph(const HParams& hp, const ModelF
                                                  const GraphOptions& options) const {
   GraphBuilder g(hp, file, options);
   g.token_embedding();
-  const AttentionBlockOptions attention{.qkv_bias = traits_.blocks.qkv_bias,
-                                        .optional_biases = traits_.blocks.optional_biases,
-                                        .qk_norm = traits_.blocks.qk_norm};
+  const AttentionBlockOptions attention = attention_options(traits_.blocks);
   for (uint32_t b = 0; b < hp.n_layer; ++b) {
     g.attention_block(b, attention);
-    g.swiglu_block(b);
+    g.feed_forward_block(b, {});
   }
   g.output_head();
   return g.finish();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/arch/architecture.h"
+#include "model/graph_blocks.h"
 
 namespace synapse::arch {
 
@@ -23,12 +24,19 @@ Status write_rope_hparams(const HParams& hp, GgufWriter& writer);
 struct DecoderBlockOptions {
   bool qkv_bias = false;         // q/k/v biases present (Qwen2)
   bool optional_biases = false;  // biases allowed but not required (Llama variants)
-  bool qk_norm = false;          // per-head RMSNorm of q and k (Qwen3)
+  bool qk_norm = false;          // per-head RMSNorm of q and k (Qwen3, Gemma 3)
+  bool fused_qkv = false;        // one attn_qkv matrix (Phi-3)
+  bool fused_gate_up = false;    // one ffn_up matrix of gate | up rows (Phi-3)
+  bool post_norms = false;       // post_attention_norm and post_ffw_norm (Gemma 2/3)
+  bool moe = false;              // a mixture-of-experts feed-forward (Qwen3-MoE)
 };
 
-// token_embd, blocks (attention + SwiGLU feed-forward, pre-norm), output_norm, output (optional:
-// absent means tied to token_embd).
+// token_embd, blocks (attention + gated feed-forward or experts, pre-norm), output_norm, output
+// (optional: absent means tied to token_embd).
 std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOptions& options);
+
+// The attention and feed-forward options of the graph builder that the block options imply.
+AttentionBlockOptions attention_options(const DecoderBlockOptions& blocks);
 
 // What distinguishes the Llama-shaped decoders from one another, as data.
 struct DecoderTraits {
@@ -42,6 +50,7 @@ struct DecoderTraits {
 class DecoderArchitecture : public Architecture {
  public:
   explicit DecoderArchitecture(DecoderTraits traits) : traits_(traits) {}
+  const DecoderTraits& traits() const { return traits_; }
   std::string_view name() const override { return traits_.name; }
   ModelKind kind() const override { return ModelKind::kDecoder; }
   Status read_hparams(const GgufMetadata& metadata, HParams& hp) const override;
