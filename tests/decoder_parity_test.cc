@@ -26,6 +26,7 @@
 #include "format/package/package_writer.h"
 #include "kernels/kernel_selection.h"
 #include "runtime/engine.h"
+#include "tests/support/logits_parity.h"
 #include "tests/support/test_support.h"
 #include "tokenizer/tokenizer.h"
 
@@ -42,63 +43,11 @@ constexpr double kF32Tolerance = 1e-4;
 // activation scales, and Q8_0 rather than Q8_1 activations for the _1 formats).
 constexpr double kRmsMargin = 0.02;
 
-std::vector<float> read_f32(const std::string& path) {
-  const std::vector<uint8_t> bytes = testing::read_file_bytes(path);
-  std::vector<float> v(bytes.size() / sizeof(float));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
-  return v;
-}
-
-struct ModelRun {
-  std::vector<float> logits;    // [n][n_vocab]
-  std::vector<int32_t> greedy;  // continuation
-  uint32_t n_vocab = 0;
-};
-
-ModelRun run_model(const std::string& path, const std::vector<int32_t>& ids, size_t n_greedy,
-                   int threads, const KernelTable& kernels, DotPath dot_path) {
-  ThreadPool pool(threads);
-  CpuBackend backend(kernels, pool);
-  DecoderOptions options;
-  options.matmul_mode.path = dot_path;
-  options.n_ctx = 512;
-  auto model = DecoderModel::open(path, backend, options);
-  EXPECT_TRUE(model.ok()) << path << ": " << model.status().to_string();
-  if (!model.ok()) return {};
-  ModelRun run;
-  run.n_vocab = (*model)->n_vocab();
-  Engine engine(**model);
-  Session session(engine);
-  auto logits = session.append_all(ids);
-  EXPECT_TRUE(logits.ok()) << logits.status().to_string();
-  run.logits.assign(logits->begin(), logits->end());
-  std::span<const float> last(run.logits.data() + (ids.size() - 1) * run.n_vocab, run.n_vocab);
-  std::vector<float> row(last.begin(), last.end());
-  for (size_t i = 0; i < n_greedy; ++i) {
-    const int32_t next = greedy_token(row);
-    run.greedy.push_back(next);
-    if (i + 1 == n_greedy) break;
-    auto l = session.append(std::span(&next, 1));
-    EXPECT_TRUE(l.ok());
-    row.assign(l->begin(), l->end());
-  }
-  return run;
-}
-
-struct Distance {
-  double max_abs = 0.0, rms = 0.0;
-};
-Distance distance(const std::vector<float>& a, const std::vector<float>& b) {
-  Distance d;
-  double sum = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double e = std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
-    d.max_abs = std::max(d.max_abs, e);
-    sum += e * e;
-  }
-  d.rms = std::sqrt(sum / static_cast<double>(a.size()));
-  return d;
-}
+using testing::distance;
+using testing::Distance;
+using testing::ModelRun;
+using testing::read_f32;
+using testing::run_model;
 
 struct Case {
   std::string name;   // file stem

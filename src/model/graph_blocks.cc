@@ -170,6 +170,11 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
   rope.head_dim = hp_.head_dim_k;
   rope.rope = rope_params(hp_);
   if (options.rope_freq_base > 0.0f) rope.rope.freq_base = options.rope_freq_base;
+  if (options.rope_unscaled) {
+    rope.rope.freq_scale = 1.0f;
+    rope.rope.ext_factor = 0.0f;
+    rope.rope.attn_factor = 1.0f;
+  }
   const std::string factors =
       options.rope_factors.empty()
           ? (has("rope_freqs.weight") ? std::string("rope_freqs.weight") : std::string())

@@ -142,6 +142,12 @@ Status validate_hparams(const HParams& hp) {
   return ok_status();
 }
 
+Status validate_experts(const HParams& hp) {
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kExpertCount, hp, hp.n_expert, kMaxMoeExperts));
+  SYN_RETURN_IF_ERROR(check_range(gguf_key::kExpertUsedCount, hp, hp.n_expert_used, hp.n_expert));
+  return check_range(gguf_key::kExpertFeedForwardLength, hp, hp.n_ff_expert, kMaxFeedForward);
+}
+
 Status write_common_hparams(const HParams& hp, GgufWriter& w) {
   const std::string_view a = hp.arch;
   SYN_RETURN_IF_ERROR(w.set_string(gguf_key::kArchitecture, hp.arch));

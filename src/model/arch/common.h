@@ -17,6 +17,8 @@ Status read_common_hparams(const GgufMetadata& metadata, std::string_view arch, 
 Status read_rope_hparams(const GgufMetadata& metadata, std::string_view arch, HParams& hp);
 // Bounds every value so later size arithmetic cannot overflow; names the offending key.
 Status validate_hparams(const HParams& hp);
+// The expert counts and size of a mixture-of-experts model.
+Status validate_experts(const HParams& hp);
 
 Status write_common_hparams(const HParams& hp, GgufWriter& writer);
 Status write_rope_hparams(const HParams& hp, GgufWriter& writer);

@@ -12,10 +12,9 @@ namespace {
 
 // Adding an architecture: one file in arch/ and one line here.
 constexpr std::array kArchitectures = {
-    &arch::llama_architecture,
-    &arch::qwen2_architecture,
-    &arch::qwen3_architecture,
-    &arch::bert_architecture,
+    &arch::llama_architecture,    &arch::qwen2_architecture, &arch::qwen3_architecture,
+    &arch::qwen3moe_architecture, &arch::phi3_architecture,  &arch::gemma2_architecture,
+    &arch::gemma3_architecture,   &arch::bert_architecture,
 };
 
 }  // namespace

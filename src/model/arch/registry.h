@@ -10,5 +10,9 @@ const Architecture& llama_architecture();
 const Architecture& qwen2_architecture();
 const Architecture& qwen3_architecture();
 const Architecture& bert_architecture();
+const Architecture& phi3_architecture();
+const Architecture& gemma2_architecture();
+const Architecture& gemma3_architecture();
+const Architecture& qwen3moe_architecture();
 
 }  // namespace synapse::arch
