@@ -5,8 +5,8 @@
 // HTTP server, prints the URL, and on SIGINT/SIGTERM stops admitting, lets requests in flight
 // finish for --shutdown-grace seconds, cancels the rest and exits. A decoder also answers
 // /v1/embeddings, as prefill-only requests on the same engine loop. A BERT-family model
-// (general.architecture "bert") is served for embeddings instead: /v1/embeddings and /v1/rerank
-// on an EmbeddingService executor, and the generation routes answer 400.
+// (an encoder architecture, e.g. BERT) is served for embeddings instead: /v1/embeddings and
+// /v1/rerank on an EmbeddingService executor, and the generation routes answer 400.
 #include <malloc.h>
 
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include "cli/serve_jobs.h"
 #include "encoder/decoder_embedder.h"
 #include "format/model_file.h"
+#include "model/arch/architecture.h"
 #include "serve/embedding_service.h"
 #include "serve/service.h"
 #include "server/embedding_routes.h"
@@ -208,7 +209,8 @@ int run_serve(const ServeOptions& o) {
   {
     Result<std::string> arch = model_architecture(o);
     if (!arch.ok()) return fail(arch.status());
-    if (*arch == "bert") return run_serve_embeddings(o);
+    const Architecture* a = find_architecture(*arch);
+    if (a != nullptr && a->kind() == ModelKind::kEncoder) return run_serve_embeddings(o);
   }
   // Signals go to the main thread's sigwait() only: block them before any thread exists (the
   // threads inherit the mask). A client that disconnects must not kill the process.

@@ -47,6 +47,9 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--n-layer", o->synth.n_layer, "Number of blocks")->capture_default_str();
   cmd->add_option("--n-head", o->synth.n_head, "Attention heads")->capture_default_str();
   cmd->add_option("--n-head-kv", o->synth.n_head_kv, "KV heads (decoders)")->capture_default_str();
+  cmd->add_option("--n-expert", o->synth.n_expert, "Experts (mixture-of-experts architectures)");
+  cmd->add_option("--n-expert-used", o->synth.n_expert_used, "Experts used per token");
+  cmd->add_option("--n-ff-expert", o->synth.n_ff_expert, "Feed-forward length of each expert");
   cmd->add_option("--head-dim", o->synth.head_dim, "Head size (default n_embd / n_head)");
   cmd->add_option("--rope-freq-base", o->rope_freq_base, "RoPE base (default per architecture)");
   cmd->add_option("--norm-eps", o->norm_eps, "Norm epsilon (default per architecture)");

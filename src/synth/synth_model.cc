@@ -94,6 +94,9 @@ WeightPlan plan_weight(const TensorSpec& spec, const HParams& hp, const SynthOpt
       plan.type = o.type_feed_forward;
       plan.scale = 1.0 / std::sqrt(fan_in);
       break;
+    case TensorRole::kRouter:  // F32; scores of about unit spread, so experts differ per token
+      plan.scale = 1.0 / std::sqrt(fan_in);
+      break;
     case TensorRole::kPositionEmbedding:
     case TensorRole::kTokenTypeEmbedding:
       plan.scale = kPositionEmbeddingScale;
@@ -170,6 +173,15 @@ Result<HParams> build_hparams(const Architecture& arch, const SynthOptions& o, u
   if (hp.rope_layout != RopeLayout::kNone) hp.n_rot = hp.head_dim_k;
   if (o.rope_freq_base) hp.rope_freq_base = *o.rope_freq_base;
   if (o.norm_eps) hp.norm_eps = *o.norm_eps;
+  if (hp.n_expert > 0) {  // mixture of experts: the architecture's defaults unless given
+    if (o.n_expert != 0) hp.n_expert = o.n_expert;
+    if (o.n_expert_used != 0) hp.n_expert_used = o.n_expert_used;
+    hp.n_ff_expert = o.n_ff_expert != 0 ? o.n_ff_expert : o.n_ff;
+  } else if (o.n_expert != 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "--n-expert applies to mixture-of-experts architectures",
+                  ErrorWhere{.field = "--arch"});
+  }
   if (o.classifier_labels > 0) {
     if (arch.kind() != ModelKind::kEncoder) {
       return Status(ErrorCode::kInvalidArgument, "--classifier-labels applies to encoders (bert)",
@@ -251,8 +263,7 @@ Status synthesize_model(const SynthOptions& o, const std::string& path) {
     SYN_RETURN_IF_ERROR(arch->read_hparams(check.metadata(), reread));
   }
 
-  const bool default_tied = arch->kind() == ModelKind::kDecoder && o.arch != "llama";
-  const bool tied = o.tied_output.value_or(default_tied);
+  const bool tied = o.tied_output.value_or(arch->synthetic_tied_output());
   std::vector<WeightPlan> plans;
   for (const TensorSpec& spec : arch->tensors(hp)) {
     const bool is_output = spec.role == TensorRole::kOutput;

@@ -28,10 +28,14 @@ struct SynthOptions {
   uint32_t n_layer = 2;
   uint32_t n_head = 4;
   uint32_t n_head_kv = 2;
-  uint32_t head_dim = 0;                // 0: n_embd / n_head
+  uint32_t head_dim = 0;  // 0: n_embd / n_head
+  // Mixture-of-experts architectures (0: the architecture's default; expert FF: n_ff).
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  uint32_t n_ff_expert = 0;
   std::optional<float> rope_freq_base;  // default per architecture
   std::optional<float> norm_eps;
-  std::optional<bool> tied_output;  // default: untied for llama, tied for qwen2/qwen3
+  std::optional<bool> tied_output;  // default: the architecture's usual form
   // The pooling type written to the metadata (encoders: default mean, rank with a classifier;
   // decoders: default last), and for encoders a classification head (cls.* tensors, a cross-encoder
   // reranker) with this many outputs.

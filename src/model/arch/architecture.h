@@ -32,10 +32,12 @@ enum class TensorRole {
   kNorm,         // norm weights (scales)
   kBias,         // biases, including norm biases
   kHead,         // classification heads (rerankers)
+  kRouter,       // a mixture of experts' router: a matrix kept in F32/F16, as llama.cpp keeps it
 };
 
 std::string_view tensor_role_name(TensorRole role);
-// Matrices can take any tensor type; vectors (norms, biases) stay F32, as llama.cpp keeps them.
+// Matrices can take any tensor type; vectors (norms, biases) and routers stay F32 (or F16), as
+// llama.cpp keeps them.
 bool tensor_role_is_matrix(TensorRole role);
 
 struct TensorSpec {
@@ -58,6 +60,9 @@ class Architecture {
   virtual std::vector<TensorSpec> tensors(const HParams& hp) const = 0;
   // Defaults for a synthetic model of this architecture (sizes come from the caller).
   virtual HParams synthetic_defaults() const = 0;
+  // Whether a synthetic model of this architecture ties its output head to token_embd by
+  // default (as the architecture's usual checkpoints do).
+  virtual bool synthetic_tied_output() const { return false; }
   // The forward graph as Model IR, built from the shared blocks (graph_blocks.h) over the
   // file's tensors. Architectures without a forward pass yet fail with `unsupported`.
   virtual Result<ModelIr> build_graph(const HParams& hp, const ModelFile& file,

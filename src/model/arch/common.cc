@@ -213,8 +213,7 @@ std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOpt
     out.push_back({block_tensor(b, "ffn_norm.weight"), {d}, TensorRole::kNorm});
     if (options.moe) {
       const uint64_t f = hp.n_ff_expert, n = hp.n_expert;
-      // The router stays F32 in llama.cpp's files (its scores pick the experts).
-      out.push_back({block_tensor(b, "ffn_gate_inp.weight"), {d, n}, TensorRole::kNorm});
+      out.push_back({block_tensor(b, "ffn_gate_inp.weight"), {d, n}, TensorRole::kRouter});
       out.push_back({block_tensor(b, "ffn_gate_exps.weight"), {d, f, n}, TensorRole::kFeedForward});
       out.push_back({block_tensor(b, "ffn_up_exps.weight"), {d, f, n}, TensorRole::kFeedForward});
       out.push_back({block_tensor(b, "ffn_down_exps.weight"), {f, d, n}, TensorRole::kFeedForward});

@@ -46,6 +46,7 @@ struct DecoderTraits {
   RopeLayout rope_layout = RopeLayout::kAdjacentPairs;
   float default_rope_freq_base = 10000.0f;  // when <arch>.rope.freq_base is absent
   DecoderBlockOptions blocks;
+  bool tied_output = true;  // synthetic models tie the output head (the family's usual form)
 };
 
 // A pre-norm RMSNorm decoder (Llama, Qwen2, Qwen3) described by its traits.
@@ -59,6 +60,7 @@ class DecoderArchitecture : public Architecture {
   Status write_hparams(const HParams& hp, GgufWriter& writer) const override;
   std::vector<TensorSpec> tensors(const HParams& hp) const override;
   HParams synthetic_defaults() const override;
+  bool synthetic_tied_output() const override { return traits_.tied_output; }
   Result<ModelIr> build_graph(const HParams& hp, const ModelFile& file,
                               const GraphOptions& options) const override;
 

@@ -12,7 +12,8 @@ const Architecture& llama_architecture() {
   static const DecoderArchitecture instance({.name = "llama",
                                              .rope_layout = RopeLayout::kAdjacentPairs,
                                              .default_rope_freq_base = 10000.0f,
-                                             .blocks = {.optional_biases = true}});
+                                             .blocks = {.optional_biases = true},
+                                             .tied_output = false});
   return instance;
 }
 

@@ -20,7 +20,8 @@ class Phi3Architecture final : public DecoderArchitecture {
       : DecoderArchitecture({.name = "phi3",
                              .rope_layout = RopeLayout::kNeoX,
                              .default_rope_freq_base = 10000.0f,
-                             .blocks = {.fused_qkv = true, .fused_gate_up = true}}) {}
+                             .blocks = {.fused_qkv = true, .fused_gate_up = true},
+                             .tied_output = false}) {}
 
   Status read_hparams(const GgufMetadata& md, HParams& hp) const override {
     SYN_RETURN_IF_ERROR(DecoderArchitecture::read_hparams(md, hp));

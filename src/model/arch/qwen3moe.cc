@@ -20,7 +20,8 @@ class Qwen3MoeArchitecture final : public DecoderArchitecture {
       : DecoderArchitecture({.name = "qwen3moe",
                              .rope_layout = RopeLayout::kNeoX,
                              .default_rope_freq_base = 1000000.0f,
-                             .blocks = {.qk_norm = true, .moe = true}}) {}
+                             .blocks = {.qk_norm = true, .moe = true},
+                             .tied_output = false}) {}
 
   Status read_hparams(const GgufMetadata& md, HParams& hp) const override {
     SYN_RETURN_IF_ERROR(DecoderArchitecture::read_hparams(md, hp));
@@ -44,6 +45,7 @@ class Qwen3MoeArchitecture final : public DecoderArchitecture {
     HParams hp = DecoderArchitecture::synthetic_defaults();
     hp.n_expert = 8;
     hp.n_expert_used = 2;
+    hp.n_ff_expert = 64;  // synth sets it from its sizes
     return hp;
   }
 

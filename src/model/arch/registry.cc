@@ -39,12 +39,14 @@ std::string_view tensor_role_name(TensorRole role) {
       return "bias";
     case TensorRole::kHead:
       return "head";
+    case TensorRole::kRouter:
+      return "router";
   }
   return "unknown";
 }
 
 bool tensor_role_is_matrix(TensorRole role) {
-  return role != TensorRole::kNorm && role != TensorRole::kBias;
+  return role != TensorRole::kNorm && role != TensorRole::kBias && role != TensorRole::kRouter;
 }
 
 Result<ModelIr> Architecture::build_graph(const HParams& /*hp*/, const ModelFile& /*file*/,
