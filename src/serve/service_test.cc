@@ -47,10 +47,12 @@ Collected collect(RequestHandle& handle) {
 
 class ServiceTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  static void SetUpTestSuite() { make_model("qwen2"); }
+  // The suite's model: a small synthetic one of `arch` with Q8_0 matrices.
+  static void make_model(const char* arch) {
     dir_ = new testing::TempDir();
     SynthOptions o;
-    o.arch = "qwen2";
+    o.arch = arch;
     o.n_embd = 64;
     o.n_ff = 128;
     o.n_layer = 2;
@@ -137,6 +139,12 @@ class ServiceTest : public ::testing::Test {
     return collect(*h);
   }
 
+  // The checks every architecture's suite runs (defined below).
+  void expect_batch_invariant();
+  void expect_eight_concurrent_equal_alone();
+  void expect_cancel_frees_pages();
+  void expect_prefix_reuse_gives_identical_output();
+
   static testing::TempDir* dir_;
   static std::string* path_;
   std::unique_ptr<ThreadPool> pool_;
@@ -171,7 +179,7 @@ bool decode_row_equal_alone_and_beside_prefill(DecoderModel& model, std::span<co
   return std::equal(alone.begin(), alone.end(), out.last(1).begin());
 }
 
-TEST_F(ServiceTest, ServingOptionsMakeLogitsIndependentOfTheBatch) {
+void ServiceTest::expect_batch_invariant() {
   EXPECT_TRUE(batch_invariant(*model_));
   const std::vector<int32_t> a = prompt(1), b = prompt(2);
   ASSERT_GE(b.size() + 1, kMatmulMinColumns);
@@ -192,7 +200,7 @@ TEST_F(ServiceTest, DISABLED_AutoRouteLogitsIndependentOfTheBatch) {
       << "a decode row's logits change when a prefill shares its step";
 }
 
-TEST_F(ServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
+void ServiceTest::expect_eight_concurrent_equal_alone() {
   constexpr size_t kN = 8;
   std::vector<GenerationRequest> requests;
   std::vector<Collected> expected;
@@ -292,7 +300,7 @@ TEST_F(ServiceTest, ForcedTokensAreFedTogetherAndChangeNoOutput) {
   }
 }
 
-TEST_F(ServiceTest, CancelFreesPagesWithinOneStep) {
+void ServiceTest::expect_cancel_frees_pages() {
   auto service = make(2);
   auto other = submit(*service, greedy(prompt(3), 30));
   auto h = submit(*service, greedy(prompt(4), 400));
@@ -413,7 +421,7 @@ TEST_F(ServiceTest, DeadlinesOnAFakeClock) {
   EXPECT_EQ(service->stats().kv_pages_in_use, 0u);
 }
 
-TEST_F(ServiceTest, PrefixReuseHitsAndGivesIdenticalOutput) {
+void ServiceTest::expect_prefix_reuse_gives_identical_output() {
   auto service = make(1, 4);
   const std::vector<int32_t> base = prompt(5);
   ASSERT_GE(base.size(), 12u);
@@ -554,6 +562,30 @@ TEST_F(ServiceTest, ShutdownWithRequestsInFlight) {
   graceful->shutdown(60s);
   EXPECT_EQ(collect(*h1).final_event.finish_reason, FinishReason::kLength);
   EXPECT_EQ(collect(*h2).final_event.finish_reason, FinishReason::kLength);
+}
+
+TEST_F(ServiceTest, ServingOptionsMakeLogitsIndependentOfTheBatch) { expect_batch_invariant(); }
+TEST_F(ServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
+  expect_eight_concurrent_equal_alone();
+}
+TEST_F(ServiceTest, CancelFreesPagesWithinOneStep) { expect_cancel_frees_pages(); }
+TEST_F(ServiceTest, PrefixReuseHitsAndGivesIdenticalOutput) {
+  expect_prefix_reuse_gives_identical_output();
+}
+
+// The same checks on a mixture-of-experts model: rows grouped by expert (prefill) must still
+// give each sequence the bits it gets alone, and prefix reuse and cancellation work unchanged.
+class MoeServiceTest : public ServiceTest {
+ protected:
+  static void SetUpTestSuite() { make_model("qwen3moe"); }
+};
+TEST_F(MoeServiceTest, ServingOptionsMakeLogitsIndependentOfTheBatch) { expect_batch_invariant(); }
+TEST_F(MoeServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
+  expect_eight_concurrent_equal_alone();
+}
+TEST_F(MoeServiceTest, CancelFreesPagesWithinOneStep) { expect_cancel_frees_pages(); }
+TEST_F(MoeServiceTest, PrefixReuseHitsAndGivesIdenticalOutput) {
+  expect_prefix_reuse_gives_identical_output();
 }
 
 }  // namespace
