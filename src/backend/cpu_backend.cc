@@ -71,6 +71,8 @@ std::string CpuBackend::kernel_name(BackendOp op, TensorType type, MatmulMode mo
     }
     case BackendOp::kAttention:
       return variant + " attend (" + type_name + " cache, online softmax)";
+    case BackendOp::kMoe:
+      return "rows grouped per expert, " + kernel_name(BackendOp::kMatmul, type, mode);
     default:
       return variant + " " + std::string(backend_op_name(op));
   }
