@@ -33,6 +33,10 @@ std::string_view backend_op_name(BackendOp op) {
       return "softcap";
     case BackendOp::kMoe:
       return "moe";
+    case BackendOp::kMul:
+      return "mul";
+    case BackendOp::kShortConv:
+      return "short_conv";
   }
   return "unknown";
 }
@@ -57,7 +61,7 @@ void BackendBuffer::reset() {
 }
 
 size_t KvFormat::token_bytes() const {
-  return n_kv_heads * head_dim * (type == TensorType::kF16 ? 2 : 4);
+  return token_elements() * (type == TensorType::kF16 ? 2 : 4);
 }
 
 }  // namespace synapse

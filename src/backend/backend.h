@@ -41,8 +41,10 @@ enum class BackendOp : uint8_t {
   kScale,      // rows *= a constant
   kSoftcap,    // x -> cap * tanh(x / cap)
   kMoe,        // mixture of experts: router, top-k, the chosen experts' SwiGLU, weighted sum
+  kMul,        // rows = rows * rows, element-wise
+  kShortConv,  // causal depthwise convolution over positions, its inputs kept in the KV pages
 };
-inline constexpr size_t kBackendOpCount = 14;
+inline constexpr size_t kBackendOpCount = 16;
 std::string_view backend_op_name(BackendOp op);
 
 // Memory owned by a backend (activations, scratch, the KV pool); freed with the object.
@@ -92,6 +94,10 @@ struct KvFormat {
   size_t n_kv_heads;
   size_t head_dim;
   TensorType type;  // F32 or F16
+  // Elements per token in each of a layer's K and V regions; 0: n_kv_heads * head_dim. Wider
+  // when layers without attention keep per-token state there (LFM2's convolution input).
+  size_t row_elements = 0;
+  size_t token_elements() const { return row_elements != 0 ? row_elements : n_kv_heads * head_dim; }
   size_t token_bytes() const;
 };
 
@@ -140,8 +146,8 @@ class Backend {
   // Rotates n_heads segments of head_dim floats of each row at positions[row].
   virtual void rope(float* x, size_t x_stride, size_t n_rows, size_t n_heads, size_t head_dim,
                     const int64_t* positions, const RopeParams& params) = 0;
-  // Row i of k/v (kv_width floats) into the cache slot of its sequence's position.
-  virtual void kv_store(const float* k, const float* v, size_t stride,
+  // Row i of k and of v (`width` floats each) into the cache slot of its sequence's position.
+  virtual void kv_store(const float* k, const float* v, size_t stride, size_t width,
                         std::span<const SequenceRows> sequences, const KvFormat& format) = 0;
   // Row i attends causally to its sequence's cached tokens 0..positions[i].
   virtual void attention(const float* q, size_t q_stride, const int64_t* positions, float* out,
@@ -150,6 +156,16 @@ class Backend {
   // y = silu(gate) * up, `width` floats per row.
   virtual void swiglu(const float* gate, const float* up, size_t stride, size_t n_rows,
                       size_t width, float* y, size_t y_stride) = 0;
+  // Causal depthwise convolution over each sequence's positions (LFM2's short convolution):
+  // y[row][c] = sum_j weight[c * kernel + j] * u[p - (kernel - 1) + j][c] for the row at position
+  // p, u[t] the width floats stored for position t by kv_store (the first half in the K region,
+  // the second in the V region), zero before position 0.
+  virtual void short_conv(std::span<const SequenceRows> sequences, const KvFormat& format,
+                          const float* weight, size_t kernel, size_t width, float* y,
+                          size_t y_stride) = 0;
+  // y = a * b element-wise, `width` floats per row.
+  virtual void mul(const float* a, size_t a_stride, const float* b, size_t b_stride, size_t n_rows,
+                   size_t width, float* y, size_t y_stride) = 0;
   // y = gelu_tanh(gate) * up, `width` floats per row.
   virtual void geglu(const float* gate, const float* up, size_t stride, size_t n_rows, size_t width,
                      float* y, size_t y_stride) = 0;

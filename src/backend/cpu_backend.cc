@@ -146,9 +146,8 @@ void CpuBackend::rope(float* x, size_t x_stride, size_t n_rows, size_t n_heads, 
   });
 }
 
-void CpuBackend::kv_store(const float* k, const float* v, size_t stride,
+void CpuBackend::kv_store(const float* k, const float* v, size_t stride, size_t width,
                           std::span<const SequenceRows> sequences, const KvFormat& format) {
-  const size_t width = format.n_kv_heads * format.head_dim;
   const size_t token_bytes = format.token_bytes();
   for (const SequenceRows& s : sequences) {
     for (size_t i = 0; i < s.n_rows; ++i) {
@@ -186,8 +185,8 @@ void CpuBackend::attention(const float* q, size_t q_stride, const int64_t* posit
       ++i;
     }
     const SequenceRows& s = sequences[i];
-    const KvPages kv{s.kv.k_pages, s.kv.v_pages, format.page_tokens, s.n_past + s.n_rows,
-                     format.type};
+    const KvPages kv{s.kv.k_pages,        s.kv.v_pages, format.page_tokens,
+                     s.n_past + s.n_rows, format.type,  format.row_elements};
     const AttentionBatch batch{q + s.first_row * q_stride,     q_stride,
                                positions + s.first_row,        s.n_rows,
                                out + s.first_row * out_stride, out_stride};
@@ -205,6 +204,42 @@ void CpuBackend::swiglu(const float* gate, const float* up, size_t stride, size_
   for_rows(n_rows, [&](size_t r) {
     kernels_.swiglu(gate + r * stride, up + r * stride, y + r * y_stride, width);
   });
+}
+
+void CpuBackend::mul(const float* a, size_t a_stride, const float* b, size_t b_stride,
+                     size_t n_rows, size_t width, float* y, size_t y_stride) {
+  for_rows(n_rows, [&](size_t r) {
+    kernels_.mul(a + r * a_stride, b + r * b_stride, y + r * y_stride, width);
+  });
+}
+
+void CpuBackend::short_conv(std::span<const SequenceRows> sequences, const KvFormat& format,
+                            const float* weight, size_t kernel, size_t width, float* y,
+                            size_t y_stride) {
+  // A few multiply-adds per element over rows the step has just stored: no kernel of its own.
+  const size_t half = width / 2, token_bytes = format.token_bytes();
+  const bool f16 = format.type == TensorType::kF16;
+  const auto element = [&](const KvPageView& kv, size_t t, size_t c) {
+    uint8_t* const* pages = c < half ? kv.k_pages : kv.v_pages;
+    const uint8_t* slot = pages[t / format.page_tokens] + (t % format.page_tokens) * token_bytes;
+    const size_t i = c < half ? c : c - half;
+    return f16 ? f16_to_f32(reinterpret_cast<const uint16_t*>(slot)[i])
+               : reinterpret_cast<const float*>(slot)[i];
+  };
+  for (const SequenceRows& s : sequences) {
+    for_rows(s.n_rows, [&](size_t i) {
+      const size_t p = s.n_past + i;
+      float* out = y + (s.first_row + i) * y_stride;
+      for (size_t c = 0; c < width; ++c) {
+        float acc = 0.0f;
+        for (size_t j = 0; j < kernel; ++j) {
+          if (p + j + 1 < kernel) continue;  // before position 0
+          acc += weight[c * kernel + j] * element(s.kv, p + j + 1 - kernel, c);
+        }
+        out[c] = acc;
+      }
+    });
+  }
 }
 
 void CpuBackend::geglu(const float* gate, const float* up, size_t stride, size_t n_rows,

@@ -32,8 +32,13 @@ class CpuBackend final : public Backend {
   void add_bias(float* y, size_t y_stride, size_t n_rows, const float* bias, size_t width) override;
   void rope(float* x, size_t x_stride, size_t n_rows, size_t n_heads, size_t head_dim,
             const int64_t* positions, const RopeParams& params) override;
-  void kv_store(const float* k, const float* v, size_t stride,
+  void kv_store(const float* k, const float* v, size_t stride, size_t width,
                 std::span<const SequenceRows> sequences, const KvFormat& format) override;
+  void short_conv(std::span<const SequenceRows> sequences, const KvFormat& format,
+                  const float* weight, size_t kernel, size_t width, float* y,
+                  size_t y_stride) override;
+  void mul(const float* a, size_t a_stride, const float* b, size_t b_stride, size_t n_rows,
+           size_t width, float* y, size_t y_stride) override;
   void attention(const float* q, size_t q_stride, const int64_t* positions, float* out,
                  size_t out_stride, std::span<const SequenceRows> sequences, const KvFormat& format,
                  const AttentionParams& params) override;

@@ -100,11 +100,11 @@ TEST(CpuBackend, BatchedAttentionEqualsPerSequenceAttention) {
   const auto history = wave(9 * 2 * kv_heads * dim, 5.0f);
   const SequenceRows history_rows[] = {{0, 9, 0, {seqs[1].kp.data(), seqs[1].vp.data(), 4}}};
   backend.kv_store(history.data(), history.data() + kv_heads * dim, 2 * kv_heads * dim,
-                   history_rows, format);
+                   kv_heads * dim, history_rows, format);
   const SequenceRows step[] = {{0, 7, 0, {seqs[0].kp.data(), seqs[0].vp.data(), 4}},
                                {7, 1, 9, {seqs[1].kp.data(), seqs[1].vp.data(), 4}}};
   backend.kv_store(rows.data() + heads * dim, rows.data() + heads * dim + kv_heads * dim, width,
-                   step, format);
+                   kv_heads * dim, step, format);
   const std::vector<int64_t> positions = {0, 1, 2, 3, 4, 5, 6, 9};
   std::vector<float> out(n_rows * heads * dim, NAN);
   backend.attention(rows.data(), width, positions.data(), out.data(), heads * dim, step, format,

@@ -393,7 +393,7 @@ CompareResult compare_op(const KernelTable& kernels, OpKind op, size_t n, uint64
 
 CompareResult compare_attention(const KernelTable& kernels, const AttentionCase& c, uint64_t seed) {
   Random random(seed);
-  const size_t row = c.n_kv_heads * c.head_dim;  // elements per token
+  const size_t row = c.n_kv_heads * c.head_dim + c.row_padding;  // elements per token
   const size_t n_pages = (c.n_keys + c.page_tokens - 1) / c.page_tokens + 1;
   const size_t element = c.kv_type == TensorType::kF16 ? 2 : 4;
   // Pages are separate allocations, so the kernels must follow the page table.
@@ -420,7 +420,8 @@ CompareResult compare_attention(const KernelTable& kernels, const AttentionCase&
     k_pages[pg] = reinterpret_cast<const uint8_t*>(k_store[pg].data());
     v_pages[pg] = reinterpret_cast<const uint8_t*>(v_store[pg].data());
   }
-  const KvPages kv{k_pages.data(), v_pages.data(), c.page_tokens, c.n_keys, c.kv_type};
+  const KvPages kv{k_pages.data(), v_pages.data(), c.page_tokens,
+                   c.n_keys,       c.kv_type,      c.row_padding != 0 ? row : 0};
   const AttentionParams params{c.n_heads,  c.n_kv_heads,
                                c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
                                c.softcap,  c.window};

@@ -69,7 +69,8 @@ struct AttentionCase {
   size_t page_tokens = 16;
   TensorType kv_type = TensorType::kF32;
   float softcap = 0.0f;
-  size_t window = 0;  // sliding window (0: none)
+  size_t window = 0;       // sliding window (0: none)
+  size_t row_padding = 0;  // token slots this many elements wider than the heads
 };
 CompareResult compare_attention(const KernelTable& kernels, const AttentionCase& c, uint64_t seed);
 

@@ -112,8 +112,9 @@ struct RopeParams {
 };
 
 // The KV cache of one sequence, in fixed-size pages: token t lives in page t / page_tokens at
-// slot t % page_tokens; slot s of a page holds n_kv_heads rows of head_dim elements, so element
-// (t, h, d) is at page[t / page_tokens] + ((s * n_kv_heads + h) * head_dim + d) * element size.
+// slot t % page_tokens; a slot holds row_elements elements, the first n_kv_heads * head_dim of
+// them the token's heads, so element (t, h, d) is at
+// page[t / page_tokens] + (s * row_elements + h * head_dim + d) * element size.
 // Pages are read only; several sequences may share them (copy-on-write is the cache's business).
 struct KvPages {
   const uint8_t* const* k_pages;
@@ -121,7 +122,15 @@ struct KvPages {
   size_t page_tokens;
   size_t n_tokens;  // tokens present
   TensorType type;  // F32 or F16
+  // Elements per token slot; 0: n_kv_heads * head_dim (slots wider than the heads hold other
+  // per-token state of layers without attention, e.g. LFM2's convolution input).
+  size_t row_elements;
 };
+
+// The elements between consecutive tokens of a page.
+constexpr size_t kv_row_elements(const KvPages& kv, size_t n_kv_heads, size_t head_dim) {
+  return kv.row_elements != 0 ? kv.row_elements : n_kv_heads * head_dim;
+}
 
 struct AttentionParams {
   size_t n_heads;

@@ -56,7 +56,9 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(std::unique_ptr<ModelFi
 }
 
 KvFormat DecoderModel::kv_format(size_t page_tokens) const {
-  return KvFormat{page_tokens, ir_.hp.n_head_kv, ir_.hp.head_dim_k, ir_.kv_type};
+  KvFormat format{page_tokens, ir_.hp.n_head_kv, ir_.hp.head_dim_k, ir_.kv_type};
+  if (ir_.kv_row_elements > format.token_elements()) format.row_elements = ir_.kv_row_elements;
+  return format;
 }
 
 uint64_t DecoderModel::weight_bytes_per_token() const {
@@ -275,9 +277,19 @@ Status DecoderModel::forward(const ForwardBatch& b) {
         case BackendOp::kKvStore: {
           set_layer(op.layer);
           const float* k = ptr(op.input);
-          backend_.kv_store(k, k + ir_.hp.k_dim(), stride(op.input), sequence_rows_, kv);
+          const size_t half = op.input.width / 2;
+          backend_.kv_store(k, k + half, stride(op.input), half, sequence_rows_, kv);
           break;
         }
+        case BackendOp::kShortConv:
+          set_layer(op.layer);
+          backend_.short_conv(sequence_rows_, kv, p.vector, op.conv_kernel, op.output.width,
+                              ptr(op.output), stride(op.output));
+          break;
+        case BackendOp::kMul:
+          backend_.mul(ptr(op.input), stride(op.input), ptr(op.input2), stride(op.input2), rows,
+                       op.output.width, ptr(op.output), stride(op.output));
+          break;
         case BackendOp::kAttention: {
           set_layer(op.layer);
           const AttentionParams params{op.n_heads,         op.n_kv_heads, op.head_dim,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/graph_blocks.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/arch/common.h"
@@ -182,14 +183,7 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
   if (!factors.empty()) rope.weights.push_back(weight(factors, {hp_.n_rot / 2}));
   r.ops.push_back(std::move(rope));
 
-  IrOp store;
-  store.kind = BackendOp::kKvStore;
-  store.label = "k,v -> cache";
-  store.input = {qkv_, q, k + v};
-  store.n_kv_heads = hp_.n_head_kv;
-  store.head_dim = hp_.head_dim_k;
-  store.layer = b;
-  r.ops.push_back(std::move(store));
+  r.ops.push_back(kv_store_op(b, {qkv_, q, k + v}, hp_.n_head_kv, hp_.head_dim_k));
 
   IrOp attention;
   attention.kind = BackendOp::kAttention;
@@ -235,15 +229,100 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
   residual.output = {hidden_, 0, d};
   r.ops.push_back(std::move(residual));
 
-  if (is_last(b)) {
-    // The rest of the model runs only on the rows whose logits are wanted.
-    IrOp select;
-    select.kind = BackendOp::kCopyRows;
-    select.label = "rows with logits";
-    select.input = {hidden_, 0, d};
-    select.output = {out_hidden_, 0, d};
-    r.ops.push_back(std::move(select));
+  select_output_rows(r, b);
+}
+
+IrOp GraphBuilder::kv_store_op(uint32_t b, IrSlice input, uint32_t heads, uint32_t head_dim) {
+  IrOp store;
+  store.kind = BackendOp::kKvStore;
+  store.label = heads > 0 ? "k,v -> cache" : "conv input -> cache";
+  store.input = input;
+  store.n_kv_heads = heads;
+  store.head_dim = head_dim;
+  store.layer = b;
+  ir_.kv_row_elements = std::max(ir_.kv_row_elements, input.width / 2);
+  return store;
+}
+
+void GraphBuilder::select_output_rows(IrRegion& r, uint32_t b) {
+  if (!is_last(b)) return;
+  // The rest of the model runs only on the rows whose logits are wanted.
+  IrOp select;
+  select.kind = BackendOp::kCopyRows;
+  select.label = "rows with logits";
+  select.input = {hidden_, 0, hp_.n_embd};
+  select.output = {out_hidden_, 0, hp_.n_embd};
+  r.ops.push_back(std::move(select));
+}
+
+void GraphBuilder::short_conv_block(uint32_t b) {
+  IrRegion& r = region(IrRegionKind::kShortConv, static_cast<int32_t>(b));
+  const uint32_t d = hp_.n_embd;
+  const auto name = [b](const char* suffix) { return arch::block_tensor(b, suffix); };
+  IrValueId conv_in = 0, conv_bx = 0, conv_out = 0;
+  for (IrValueId v = 0; v < ir_.values.size(); ++v) {
+    if (ir_.values[v].name == "conv_in") conv_in = v;
+    if (ir_.values[v].name == "conv_bx") conv_bx = v;
+    if (ir_.values[v].name == "conv_out") conv_out = v;
   }
+  if (conv_in == 0) {
+    conv_in = ir_.add_value("conv_in", 3 * d);
+    conv_bx = ir_.add_value("conv_bx", d);
+    conv_out = ir_.add_value("conv_out", d);
+  }
+
+  r.ops.push_back(norm_op("attn_norm", {hidden_, 0, d}, {normed_, 0, d}, name("attn_norm.weight")));
+
+  IrOp in_proj;
+  in_proj.kind = BackendOp::kMatmul;
+  in_proj.label = "B|C|x";
+  in_proj.input = {normed_, 0, d};
+  in_proj.output = {conv_in, 0, 3 * d};
+  in_proj.weights.push_back(weight(name("shortconv.in_proj.weight"), {d, uint64_t{3} * d}));
+  r.ops.push_back(std::move(in_proj));
+
+  IrOp bx;
+  bx.kind = BackendOp::kMul;
+  bx.label = "B * x";
+  bx.input = {conv_in, 0, d};
+  bx.input2 = {conv_in, 2 * d, d};
+  bx.output = {conv_bx, 0, d};
+  r.ops.push_back(std::move(bx));
+
+  r.ops.push_back(kv_store_op(b, {conv_bx, 0, d}, 0, 0));
+
+  IrOp conv;
+  conv.kind = BackendOp::kShortConv;
+  conv.label = "causal conv, " + std::to_string(hp_.conv_kernel) + " taps";
+  conv.output = {conv_out, 0, d};
+  conv.layer = b;
+  conv.conv_kernel = hp_.conv_kernel;
+  conv.weights.push_back(weight(name("shortconv.conv.weight"), {hp_.conv_kernel, d}));
+  r.ops.push_back(std::move(conv));
+
+  IrOp cy;
+  cy.kind = BackendOp::kMul;
+  cy.label = "C * conv";
+  cy.input = {conv_in, d, d};
+  cy.input2 = {conv_out, 0, d};
+  cy.output = {conv_bx, 0, d};
+  r.ops.push_back(std::move(cy));
+
+  IrOp out_proj;
+  out_proj.kind = BackendOp::kMatmul;
+  out_proj.label = "out_proj";
+  out_proj.input = {conv_bx, 0, d};
+  out_proj.output = {normed_, 0, d};
+  out_proj.weights.push_back(weight(name("shortconv.out_proj.weight"), {d, d}));
+  r.ops.push_back(std::move(out_proj));
+
+  IrOp residual;
+  residual.kind = BackendOp::kAdd;
+  residual.label = "residual";
+  residual.input = {normed_, 0, d};
+  residual.output = {hidden_, 0, d};
+  r.ops.push_back(std::move(residual));
+  select_output_rows(r, b);
 }
 
 GraphBuilder::FfnFrame GraphBuilder::ffn_frame(uint32_t b) const {
@@ -345,11 +424,10 @@ void GraphBuilder::moe_block(uint32_t b, const MoeBlockOptions& options) {
   finish_ffn(r, b, frame, moe_out, false);
 }
 
-void GraphBuilder::output_head(float final_softcap) {
+void GraphBuilder::output_head(float final_softcap, const std::string& norm_weight) {
   IrRegion& r = region(IrRegionKind::kOutputHead, -1);
   const uint32_t d = hp_.n_embd;
-  IrOp norm =
-      norm_op("output_norm", {out_hidden_, 0, d}, {out_normed_, 0, d}, "output_norm.weight");
+  IrOp norm = norm_op("output_norm", {out_hidden_, 0, d}, {out_normed_, 0, d}, norm_weight);
   norm.rows = RowSpace::kOutput;
   r.ops.push_back(std::move(norm));
 

@@ -65,9 +65,14 @@ class GraphBuilder {
   void feed_forward_block(uint32_t b, const FeedForwardOptions& options);
   // The mixture-of-experts feed-forward: hidden += moe(norm(hidden)).
   void moe_block(uint32_t b, const MoeBlockOptions& options);
-  // Final norm and the projection to the vocabulary (output.weight, or token_embd when tied),
-  // then logits -> cap * tanh(logits / cap) when final_softcap > 0 (Gemma 2).
-  void output_head(float final_softcap = 0.0f);
+  // LFM2's convolution mixer in place of attention: B | C | x = in_proj(norm(hidden)),
+  // hidden += out_proj(C * conv(B * x)), conv a causal depthwise convolution over the
+  // sequence's positions whose inputs B * x are kept per token in the block's KV pages.
+  void short_conv_block(uint32_t b);
+  // Final norm (`norm_weight`) and the projection to the vocabulary (output.weight, or
+  // token_embd when tied), then logits -> cap * tanh(logits / cap) when final_softcap > 0.
+  void output_head(float final_softcap = 0.0f,
+                   const std::string& norm_weight = "output_norm.weight");
 
   ModelIr finish() { return std::move(ir_); }
 
@@ -78,6 +83,10 @@ class GraphBuilder {
   // After the last block's attention only the output rows go on: its feed-forward reads and
   // writes the output-row values.
   bool is_last(uint32_t block) const { return block + 1 == hp_.n_layer; }
+  // The last block's mixer ends by selecting the output rows for the rest of the model.
+  void select_output_rows(IrRegion& r, uint32_t block);
+  // A kKvStore of `input` (its halves as k and v) into block b's pages.
+  IrOp kv_store_op(uint32_t b, IrSlice input, uint32_t heads, uint32_t head_dim);
   IrOp norm_op(const char* label, IrSlice in, IrSlice out, const std::string& weight_name);
   // The values and rows a feed-forward of block b reads (hidden) and normalizes into (normed).
   struct FfnFrame {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace synapse {
 
@@ -62,11 +63,19 @@ struct HParams {
   float rope_freq_base_swa = 0.0f;  // <arch>.rope.freq_base_swa; 0: the global base
   float attn_softcap = 0.0f;        // <arch>.attn_logit_softcapping; 0: none
   float final_softcap = 0.0f;       // <arch>.final_logit_softcapping; 0: none
+  // KV heads per layer when <arch>.attention.head_count_kv is an array (LFM2: 0 marks a layer
+  // without attention); empty: n_head_kv on every layer. n_head_kv is then the largest entry.
+  std::vector<uint32_t> layer_n_head_kv;
+  uint32_t conv_kernel = 0;  // <arch>.shortconv.l_cache: taps of the short convolution
   // Mixture of experts (<arch>.expert_count, expert_used_count, expert_feed_forward_length).
   uint32_t n_expert = 0;
   uint32_t n_expert_used = 0;
   uint32_t n_ff_expert = 0;
 
+  // A layer without attention (its KV head count is 0).
+  bool is_attention_free(uint32_t il) const {
+    return il < layer_n_head_kv.size() && layer_n_head_kv[il] == 0;
+  }
   bool is_local_layer(uint32_t il) const {
     if (sliding_window == 0 || swa_period == 0) return false;
     return swa_period == 1 || il % swa_period < swa_period - 1;

@@ -9,6 +9,8 @@ std::string_view ir_region_kind_name(IrRegionKind kind) {
       return "token_embedding";
     case IrRegionKind::kAttention:
       return "attention";
+    case IrRegionKind::kShortConv:
+      return "short_conv";
     case IrRegionKind::kFeedForward:
       return "feed_forward";
     case IrRegionKind::kOutputHead:

@@ -36,7 +36,13 @@ struct IrValueInfo {
   RowSpace rows = RowSpace::kTokens;
 };
 
-enum class IrRegionKind : uint8_t { kEmbedding, kAttention, kFeedForward, kOutputHead };
+enum class IrRegionKind : uint8_t {
+  kEmbedding,
+  kAttention,
+  kShortConv,  // a block's convolution mixer, in place of attention (LFM2)
+  kFeedForward,
+  kOutputHead
+};
 std::string_view ir_region_kind_name(IrRegionKind kind);
 
 // A weight of an op: a tensor of the model file (nullptr view: absent from the file).
@@ -66,17 +72,19 @@ struct IrOp {
   BackendOp kind = BackendOp::kEmbed;
   std::string label;  // what it computes: "q|k|v", "attn_norm", ...
   RowSpace rows = RowSpace::kTokens;
-  IrSlice input;
+  IrSlice input;   // kKvStore: k | v (the first and second half are stored per token)
+  IrSlice input2;  // kMul: the second factor
   IrSlice output;  // kAdd: the value added to; kKvStore: unused
   std::vector<IrWeight> weights;
   // Attributes, by kind.
-  uint32_t n_segments = 1;  // kRmsNorm: segments of input.width / n_segments per row
-  float eps = 0.0f;         // kRmsNorm
-  uint32_t n_heads = 0;     // kRope: heads rotated; kAttention: query heads
-  uint32_t n_kv_heads = 0;  // kAttention, kKvStore
-  uint32_t head_dim = 0;    // kRope, kAttention, kKvStore
-  uint32_t layer = 0;       // kKvStore, kAttention: which block's cache
-  RopeParams rope{};        // kRope (freq_factors resolved at lowering from weights[0], if any)
+  uint32_t n_segments = 1;   // kRmsNorm: segments of input.width / n_segments per row
+  float eps = 0.0f;          // kRmsNorm
+  uint32_t n_heads = 0;      // kRope: heads rotated; kAttention: query heads
+  uint32_t n_kv_heads = 0;   // kAttention, kKvStore
+  uint32_t head_dim = 0;     // kRope, kAttention, kKvStore
+  uint32_t layer = 0;        // kKvStore, kAttention, kShortConv: which block's cache
+  uint32_t conv_kernel = 0;  // kShortConv: taps (the weight is [conv_kernel, width])
+  RopeParams rope{};         // kRope (freq_factors resolved at lowering from weights[0], if any)
   float attention_scale = 0.0f;  // kAttention
   float softcap = 0.0f;          // kAttention: score soft-cap; kSoftcap: the cap
   uint32_t window = 0;           // kAttention: sliding window (0: the whole context)
@@ -100,6 +108,9 @@ struct ModelIr {
   // An output-row value of n_embd the output head may use as scratch after the final norm has
   // read it (to compact the rows whose logits are wanted).
   IrValueId head_scratch = 0;
+  // Elements per token each layer keeps in its K and in its V region of a KV page: the widest
+  // kKvStore's half (the heads, or LFM2's convolution input).
+  uint32_t kv_row_elements = 0;
   std::vector<IrRegion> regions;
 
   uint32_t width(IrValueId v) const { return values.at(v).width; }

@@ -29,6 +29,9 @@ bool vector_type_ok(TensorType t) {
   return t == TensorType::kF32 || t == TensorType::kF16 || t == TensorType::kBF16;
 }
 
+// Taps of a short convolution (LFM2 has 3); a bound keeps a hostile file's op cheap.
+constexpr uint32_t kMaxConvKernel = 64;
+
 Status geometry_error(const std::string& key, const std::string& message) {
   return Status(ErrorCode::kBadValue, "model geometry: " + message, ErrorWhere{.key = key});
 }
@@ -129,6 +132,7 @@ Status verify_moe(const ModelIr& ir, const IrRegion& region, const IrOp& op, con
 
 Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, const Backend& be) {
   SYN_RETURN_IF_ERROR(verify_slice(ir, region, op, op.input));
+  SYN_RETURN_IF_ERROR(verify_slice(ir, region, op, op.input2));
   SYN_RETURN_IF_ERROR(verify_slice(ir, region, op, op.output));
   for (const IrWeight& w : op.weights) {
     if (w.view == nullptr) {
@@ -207,8 +211,36 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
       return ok_status();
     }
     case BackendOp::kKvStore:
+      if (op.input.width % 2 != 0 || op.input.width / 2 > ir.kv_row_elements) {
+        return Status(ErrorCode::kBadShape,
+                      where(region, op) + ": k | v of odd or too large width");
+      }
+      if (!be.supports(bop, ir.kv_type)) return unsupported(bop, ir.kv_type, "");
+      return ok_status();
     case BackendOp::kAttention:
       if (!be.supports(bop, ir.kv_type)) return unsupported(bop, ir.kv_type, "");
+      return ok_status();
+    case BackendOp::kShortConv: {
+      const IrWeight& w = op.weights.at(0);
+      const std::vector<uint64_t> expected = {op.conv_kernel, op.output.width};
+      if (op.conv_kernel == 0 || op.conv_kernel > kMaxConvKernel || w.shape != expected) {
+        return bad_shape(
+            w, shape_text(expected) + " with 1.." + std::to_string(kMaxConvKernel) + " taps");
+      }
+      if (op.output.width % 2 != 0 || op.output.width / 2 > ir.kv_row_elements) {
+        return Status(ErrorCode::kBadShape, where(region, op) + ": convolution width " +
+                                                std::to_string(op.output.width) +
+                                                " does not fit the KV pages");
+      }
+      if (!vector_type_ok(w.type)) return unsupported(bop, w.type, w.name);
+      if (!be.supports(bop, ir.kv_type)) return unsupported(bop, ir.kv_type, "");
+      return ok_status();
+    }
+    case BackendOp::kMul:
+      if (op.input.width != op.output.width || op.input2.width != op.output.width) {
+        return Status(ErrorCode::kBadShape, where(region, op) + ": factors of different widths");
+      }
+      if (!be.supports(bop, TensorType::kF32)) return unsupported(bop, TensorType::kF32, "");
       return ok_status();
     case BackendOp::kSoftcap:
       if (!(op.softcap > 0.0f)) {
@@ -295,7 +327,10 @@ Result<ExecutionPlan> lower_ir(const ModelIr& ir, const Backend& backend, Matmul
       } else if (!op.weights.empty()) {
         p.vector = vector_f32(*op.weights.front().view, plan);
       }
-      if (op.kind == BackendOp::kKvStore || op.kind == BackendOp::kAttention) type = ir.kv_type;
+      if (op.kind == BackendOp::kKvStore || op.kind == BackendOp::kAttention ||
+          op.kind == BackendOp::kShortConv) {
+        type = ir.kv_type;
+      }
       p.kernel = backend.kernel_name(op.kind, type, mode);
       if (op.kind == BackendOp::kMoe && op.weights[3].type != type) {
         p.kernel += "; " + backend.kernel_name(op.kind, op.weights[3].type, mode);

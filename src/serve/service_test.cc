@@ -588,5 +588,20 @@ TEST_F(MoeServiceTest, PrefixReuseHitsAndGivesIdenticalOutput) {
   expect_prefix_reuse_gives_identical_output();
 }
 
+// And on an LFM2 model: convolution layers keep their per-token inputs in the KV pages, so a
+// fork (prefix reuse) or a batch must not change a sequence's convolution history.
+class Lfm2ServiceTest : public ServiceTest {
+ protected:
+  static void SetUpTestSuite() { make_model("lfm2"); }
+};
+TEST_F(Lfm2ServiceTest, ServingOptionsMakeLogitsIndependentOfTheBatch) { expect_batch_invariant(); }
+TEST_F(Lfm2ServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
+  expect_eight_concurrent_equal_alone();
+}
+TEST_F(Lfm2ServiceTest, CancelFreesPagesWithinOneStep) { expect_cancel_frees_pages(); }
+TEST_F(Lfm2ServiceTest, PrefixReuseHitsAndGivesIdenticalOutput) {
+  expect_prefix_reuse_gives_identical_output();
+}
+
 }  // namespace
 }  // namespace synapse::serve

@@ -173,6 +173,7 @@ Result<HParams> build_hparams(const Architecture& arch, const SynthOptions& o, u
   if (hp.rope_layout != RopeLayout::kNone) hp.n_rot = hp.head_dim_k;
   if (o.rope_freq_base) hp.rope_freq_base = *o.rope_freq_base;
   if (o.norm_eps) hp.norm_eps = *o.norm_eps;
+  arch.synthetic_layers(hp);
   if (hp.n_expert > 0) {  // mixture of experts: the architecture's defaults unless given
     if (o.n_expert != 0) hp.n_expert = o.n_expert;
     if (o.n_expert_used != 0) hp.n_expert_used = o.n_expert_used;

@@ -44,6 +44,7 @@ inline constexpr std::string_view kFinalLogitSoftcap = "final_logit_softcapping"
 inline constexpr std::string_view kExpertCount = "expert_count";
 inline constexpr std::string_view kExpertUsedCount = "expert_used_count";
 inline constexpr std::string_view kExpertFeedForwardLength = "expert_feed_forward_length";
+inline constexpr std::string_view kShortConvLCache = "shortconv.l_cache";
 inline constexpr std::string_view kVocabSize = "vocab_size";
 inline constexpr std::string_view kPoolingType = "pooling_type";
 // Labels of a classification head (rerankers); their count is the head's output size.

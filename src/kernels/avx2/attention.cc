@@ -29,7 +29,7 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
                   const AttentionParams& p, float* out) {
   const size_t head_dim = p.head_dim;
   const size_t element = kF16 ? 2 : 4;
-  const size_t token_bytes = p.n_kv_heads * head_dim * element;
+  const size_t token_bytes = kv_row_elements(kv, p.n_kv_heads, head_dim) * element;
   const size_t head_offset = kv_head * head_dim * element;
   float running_max[kMaxGroup], running_sum[kMaxGroup];
   for (size_t g = 0; g < n_group; ++g) {

@@ -16,7 +16,8 @@ constexpr size_t kMaxHeadDim = 512;
 float kv_element(const KvPages& kv, const uint8_t* const* pages, size_t t, size_t head,
                  size_t head_dim, size_t n_kv_heads, size_t d) {
   const uint8_t* page = pages[t / kv.page_tokens];
-  const size_t index = ((t % kv.page_tokens) * n_kv_heads + head) * head_dim + d;
+  const size_t index =
+      (t % kv.page_tokens) * kv_row_elements(kv, n_kv_heads, head_dim) + head * head_dim + d;
   if (kv.type == TensorType::kF16) {
     return f16_to_f32(reinterpret_cast<const uint16_t*>(page)[index]);
   }

@@ -63,6 +63,8 @@ class Architecture {
   // Whether a synthetic model of this architecture ties its output head to token_embd by
   // default (as the architecture's usual checkpoints do).
   virtual bool synthetic_tied_output() const { return false; }
+  // Per-layer choices of a synthetic model, once its sizes are set (LFM2: which layers attend).
+  virtual void synthetic_layers(HParams& /*hp*/) const {}
   // The forward graph as Model IR, built from the shared blocks (graph_blocks.h) over the
   // file's tensors. Architectures without a forward pass yet fail with `unsupported`.
   virtual Result<ModelIr> build_graph(const HParams& hp, const ModelFile& file,

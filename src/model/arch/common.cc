@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/arch/common.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "format/gguf/gguf_keys.h"
@@ -59,8 +60,23 @@ Status read_common_hparams(const GgufMetadata& md, std::string_view arch, HParam
   SYN_ASSIGN_OR_RETURN(hp.n_ff, md.get_u32(arch_key(arch, gguf_key::kFeedForwardLength)));
   SYN_ASSIGN_OR_RETURN(hp.n_layer, md.get_u32(arch_key(arch, gguf_key::kBlockCount)));
   SYN_ASSIGN_OR_RETURN(hp.n_head, md.get_u32(arch_key(arch, gguf_key::kHeadCount)));
-  SYN_ASSIGN_OR_RETURN(hp.n_head_kv,
-                       md.get_u32_or(arch_key(arch, gguf_key::kHeadCountKv), hp.n_head));
+  const std::string kv_key = arch_key(arch, gguf_key::kHeadCountKv);
+  if (Result<std::vector<int32_t>> per_layer = md.get_i32_array(kv_key); per_layer.ok()) {
+    // One count per layer (LFM2): n_head_kv is the largest; each layer has it or none.
+    hp.n_head_kv = 0;
+    for (int32_t n : *per_layer) {
+      if (n < 0) return bad(gguf_key::kHeadCountKv, hp, "negative KV head count");
+      hp.n_head_kv = std::max(hp.n_head_kv, static_cast<uint32_t>(n));
+      hp.layer_n_head_kv.push_back(static_cast<uint32_t>(n));
+    }
+    for (uint32_t n : hp.layer_n_head_kv) {
+      if (n != 0 && n != hp.n_head_kv) {
+        return bad(gguf_key::kHeadCountKv, hp, "layers with different non-zero KV head counts");
+      }
+    }
+  } else {
+    SYN_ASSIGN_OR_RETURN(hp.n_head_kv, md.get_u32_or(kv_key, hp.n_head));
+  }
   if (hp.n_head == 0) return bad(gguf_key::kHeadCount, hp, "head count is zero");
   const uint32_t default_head_dim = hp.n_embd / hp.n_head;
   hp.head_dim_explicit = md.contains(arch_key(arch, gguf_key::kKeyLength));
@@ -117,6 +133,11 @@ Status validate_hparams(const HParams& hp) {
   SYN_RETURN_IF_ERROR(check_range(gguf_key::kHeadCountKv, hp, hp.n_head_kv, kMaxHeads));
   SYN_RETURN_IF_ERROR(check_range(gguf_key::kKeyLength, hp, hp.head_dim_k, kMaxHeadDim));
   SYN_RETURN_IF_ERROR(check_range(gguf_key::kValueLength, hp, hp.head_dim_v, kMaxHeadDim));
+  if (!hp.layer_n_head_kv.empty() && hp.layer_n_head_kv.size() != hp.n_layer) {
+    return bad(gguf_key::kHeadCountKv, hp,
+               std::to_string(hp.layer_n_head_kv.size()) + " per-layer KV head counts for " +
+                   std::to_string(hp.n_layer) + " blocks");
+  }
   if (hp.n_head % hp.n_head_kv != 0) {
     return bad(gguf_key::kHeadCountKv, hp,
                std::to_string(hp.n_head) + " heads are not a multiple of " +
@@ -157,7 +178,12 @@ Status write_common_hparams(const HParams& hp, GgufWriter& w) {
   SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kFeedForwardLength), hp.n_ff));
   SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kBlockCount), hp.n_layer));
   SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kHeadCount), hp.n_head));
-  SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kHeadCountKv), hp.n_head_kv));
+  if (hp.layer_n_head_kv.empty()) {
+    SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kHeadCountKv), hp.n_head_kv));
+  } else {
+    std::vector<int32_t> counts(hp.layer_n_head_kv.begin(), hp.layer_n_head_kv.end());
+    SYN_RETURN_IF_ERROR(w.set(arch_key(a, gguf_key::kHeadCountKv), GgufValue::array(counts)));
+  }
   SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kKeyLength), hp.head_dim_k));
   SYN_RETURN_IF_ERROR(w.set_scalar(arch_key(a, gguf_key::kValueLength), hp.head_dim_v));
   return w.set_scalar(
@@ -265,6 +291,15 @@ Status DecoderArchitecture::read_hparams(const GgufMetadata& md, HParams& hp) co
                   ErrorWhere{.key = pooling_key});
   }
   hp.pooling = static_cast<PoolingType>(pooling);
+  if (!traits_.attention_free_layers) {
+    for (uint32_t n : hp.layer_n_head_kv) {
+      if (n == 0) {
+        return Status(ErrorCode::kUnsupported,
+                      "layers without attention are not part of the '" + hp.arch + "' architecture",
+                      ErrorWhere{.key = arch_key(name(), gguf_key::kHeadCountKv)});
+      }
+    }
+  }
   return validate_hparams(hp);
 }
 

@@ -47,6 +47,8 @@ struct DecoderTraits {
   float default_rope_freq_base = 10000.0f;  // when <arch>.rope.freq_base is absent
   DecoderBlockOptions blocks;
   bool tied_output = true;  // synthetic models tie the output head (the family's usual form)
+  // Layers with 0 KV heads carry another mixer (LFM2's short convolution).
+  bool attention_free_layers = false;
 };
 
 // A pre-norm RMSNorm decoder (Llama, Qwen2, Qwen3) described by its traits.

@@ -14,7 +14,7 @@ namespace {
 constexpr std::array kArchitectures = {
     &arch::llama_architecture,    &arch::qwen2_architecture, &arch::qwen3_architecture,
     &arch::qwen3moe_architecture, &arch::phi3_architecture,  &arch::gemma2_architecture,
-    &arch::gemma3_architecture,   &arch::bert_architecture,
+    &arch::gemma3_architecture,   &arch::lfm2_architecture,  &arch::bert_architecture,
 };
 
 }  // namespace

@@ -14,5 +14,6 @@ const Architecture& phi3_architecture();
 const Architecture& gemma2_architecture();
 const Architecture& gemma3_architecture();
 const Architecture& qwen3moe_architecture();
+const Architecture& lfm2_architecture();
 
 }  // namespace synapse::arch
