@@ -190,6 +190,48 @@ TEST_F(JobsServeTest, ResultsEqualTheSameRequestsRunDirectly) {
   EXPECT_EQ(Json::parse(unknown.body)["error"]["code"], "job_not_found");
 }
 
+// A durable job on a mixture-of-experts and on an LFM2 (convolution) model: it completes, and
+// each result equals the same request sent to /v1/completions directly.
+TEST_F(JobsServeTest, JobsRunOnMixtureOfExpertsAndConvolutionModels) {
+  for (const char* arch : {"qwen3moe", "lfm2"}) {
+    SCOPED_TRACE(arch);
+    const std::string model = work_.file(std::string(arch) + ".gguf");
+    ASSERT_EQ(testing::synth_serving_model(model, 512, arch), "");
+    const std::string server_log = work_.file(std::string(arch) + ".log");
+    ServerProcess server(
+        model, "--threads 1 --parallel 4 --jobs-db " + quote(work_.file(std::string(arch) + ".db")),
+        server_log);
+    ASSERT_GT(server.port(), 0) << testing::read_file_text(server_log);
+    Json requests = Json::array();
+    for (int i = 0; i < 5; ++i) {
+      requests.push_back({{"custom_id", "item" + std::to_string(i)},
+                          {"url", "/v1/completions"},
+                          {"body", Json::parse(item_body(2, i))}});
+    }
+    const testing::HttpReply created = http_request(
+        server.port(), "POST", "/v1/jobs", Json{{"requests", requests}, {"class", "batch"}}.dump());
+    ASSERT_EQ(created.status, 201) << created.body;
+    const std::string id = Json::parse(created.body)["id"];
+    Json job;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    do {
+      std::this_thread::sleep_for(50ms);
+      job = Json::parse(http_request(server.port(), "GET", "/v1/jobs/" + id).body);
+    } while (job["status"] != "completed" && std::chrono::steady_clock::now() < deadline);
+    ASSERT_EQ(job["status"], "completed") << job.dump() << testing::read_file_text(server_log);
+    const Json results =
+        Json::parse(http_request(server.port(), "GET", "/v1/jobs/" + id + "/results").body);
+    ASSERT_EQ(results["data"].size(), 5u);
+    for (const Json& result : results["data"]) {
+      const int item = std::stoi(result["custom_id"].get<std::string>().substr(4));
+      const testing::HttpReply direct =
+          http_request(server.port(), "POST", "/v1/completions", item_body(2, item));
+      ASSERT_EQ(direct.status, 200) << direct.body;
+      EXPECT_EQ(essence(result["response"]), essence(Json::parse(direct.body))) << result;
+    }
+  }
+}
+
 // /v1/embeddings items run through run_embeddings_request on the same engine loop: each result
 // is exactly the route's answer to the same body.
 TEST_F(JobsServeTest, EmbeddingItemsEqualTheRoute) {

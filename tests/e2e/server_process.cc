@@ -60,11 +60,11 @@ std::string http_request_text(const std::string& method, const std::string& path
   return r + "\r\n" + body;
 }
 
-std::string synth_serving_model(const std::string& path, int n_ctx) {
-  const CommandResult r = run_command(
-      synapse_cli() +
-      " synth --arch qwen2 --n-embd 64 --n-ff 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ctx " +
-      std::to_string(n_ctx) + " --type q8_0 -o " + quote(path));
+std::string synth_serving_model(const std::string& path, int n_ctx, const std::string& arch) {
+  const CommandResult r =
+      run_command(synapse_cli() + " synth --arch " + arch +
+                  " --n-embd 64 --n-ff 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ctx " +
+                  std::to_string(n_ctx) + " --type q8_0 -o " + quote(path));
   return r.exit_code == 0 ? "" : "synth failed: " + r.stderr_text;
 }
 

@@ -54,9 +54,10 @@ std::string http_request_text(const std::string& method, const std::string& path
                               const std::string& body, const std::string& key,
                               const std::string& extra_headers = "");
 
-// Writes the small model the serving tests run (`synapse synth`: qwen2, 64 wide, 2 blocks, Q8_0,
+// Writes the small model the serving tests run (`synapse synth`: `arch`, 64 wide, 2 blocks, Q8_0,
 // context `n_ctx`) to `path`; the command's stderr when it failed, else "".
-std::string synth_serving_model(const std::string& path, int n_ctx);
+std::string synth_serving_model(const std::string& path, int n_ctx,
+                                const std::string& arch = "qwen2");
 
 // Why the official OpenAI SDK for Node cannot run here ("" when it can): node missing, or the npm
 // package `openai` not installed under `npm_dir` (./scripts/install-deps.sh installs it).
