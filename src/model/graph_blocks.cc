@@ -222,14 +222,7 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
                             name("post_attention_norm.weight")));
   }
 
-  IrOp residual;
-  residual.kind = BackendOp::kAdd;
-  residual.label = "residual";
-  residual.input = {normed_, 0, d};
-  residual.output = {hidden_, 0, d};
-  r.ops.push_back(std::move(residual));
-
-  select_output_rows(r, b);
+  finish_mixer(r, b);
 }
 
 IrOp GraphBuilder::kv_store_op(uint32_t b, IrSlice input, uint32_t heads, uint32_t head_dim) {
@@ -244,7 +237,18 @@ IrOp GraphBuilder::kv_store_op(uint32_t b, IrSlice input, uint32_t heads, uint32
   return store;
 }
 
-void GraphBuilder::select_output_rows(IrRegion& r, uint32_t b) {
+IrOp GraphBuilder::residual_op(IrValueId from, IrValueId to, RowSpace rows) const {
+  IrOp residual;
+  residual.kind = BackendOp::kAdd;
+  residual.label = "residual";
+  residual.rows = rows;
+  residual.input = {from, 0, hp_.n_embd};
+  residual.output = {to, 0, hp_.n_embd};
+  return residual;
+}
+
+void GraphBuilder::finish_mixer(IrRegion& r, uint32_t b) {
+  r.ops.push_back(residual_op(normed_, hidden_, RowSpace::kTokens));
   if (!is_last(b)) return;
   // The rest of the model runs only on the rows whose logits are wanted.
   IrOp select;
@@ -316,13 +320,7 @@ void GraphBuilder::short_conv_block(uint32_t b) {
   out_proj.weights.push_back(weight(name("shortconv.out_proj.weight"), {d, d}));
   r.ops.push_back(std::move(out_proj));
 
-  IrOp residual;
-  residual.kind = BackendOp::kAdd;
-  residual.label = "residual";
-  residual.input = {normed_, 0, d};
-  residual.output = {hidden_, 0, d};
-  r.ops.push_back(std::move(residual));
-  select_output_rows(r, b);
+  finish_mixer(r, b);
 }
 
 GraphBuilder::FfnFrame GraphBuilder::ffn_frame(uint32_t b) const {
@@ -339,13 +337,7 @@ void GraphBuilder::finish_ffn(IrRegion& r, uint32_t b, const FfnFrame& f, IrValu
     norm.rows = f.rows;
     r.ops.push_back(std::move(norm));
   }
-  IrOp residual;
-  residual.kind = BackendOp::kAdd;
-  residual.label = "residual";
-  residual.rows = f.rows;
-  residual.input = {result, 0, d};
-  residual.output = {f.hidden, 0, d};
-  r.ops.push_back(std::move(residual));
+  r.ops.push_back(residual_op(result, f.hidden, f.rows));
 }
 
 void GraphBuilder::feed_forward_block(uint32_t b, const FeedForwardOptions& options) {

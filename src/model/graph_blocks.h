@@ -83,8 +83,10 @@ class GraphBuilder {
   // After the last block's attention only the output rows go on: its feed-forward reads and
   // writes the output-row values.
   bool is_last(uint32_t block) const { return block + 1 == hp_.n_layer; }
-  // The last block's mixer ends by selecting the output rows for the rest of the model.
-  void select_output_rows(IrRegion& r, uint32_t block);
+  IrOp residual_op(IrValueId from, IrValueId to, RowSpace rows) const;
+  // The end of a block's mixer (attention or convolution): hidden += normed; the last block's
+  // then selects the output rows for the rest of the model.
+  void finish_mixer(IrRegion& r, uint32_t block);
   // A kKvStore of `input` (its halves as k and v) into block b's pages.
   IrOp kv_store_op(uint32_t b, IrSlice input, uint32_t heads, uint32_t head_dim);
   IrOp norm_op(const char* label, IrSlice in, IrSlice out, const std::string& weight_name);

@@ -149,9 +149,7 @@ struct IQ4XS {
   static constexpr int kOffset = 0;
   static constexpr bool kSigned = true;
   static void unpack(const uint8_t* b, Unpacked& u) {
-    const __m256i table =
-        _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
-                         -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    const __m256i table = _mm256_broadcastsi128_si256(iq4_values_table());
     for (int s = 0; s < 8; ++s) {
       _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 32 * s),
                          _mm256_shuffle_epi8(table, unpack_nibbles_16(b + 8 + 16 * s)));

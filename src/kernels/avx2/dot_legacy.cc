@@ -73,9 +73,7 @@ struct IQ4_NL {
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = false;
   static __m256i levels(const uint8_t* b) {
-    const __m256i table =
-        _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
-                         -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    const __m256i table = _mm256_broadcastsi128_si256(iq4_values_table());
     return _mm256_shuffle_epi8(table, unpack_nibbles_16(b + 2));
   }
   static float min(const uint8_t* /*b*/) { return 0.0f; }

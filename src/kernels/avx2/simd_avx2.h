@@ -114,6 +114,15 @@ inline __m256i iq4_xs_scales_twice(const uint8_t* b) {
                          _mm256_slli_epi32(ls, 16));
 }
 
+// The sixteen IQ4_NL/IQ4_XS values (ggml's kvalues_iq4nl, tensor/quant_iq4.h) as a vpshufb
+// table, signed; iq4_levels_table() is the same biased by 128 (unsigned levels 1..241).
+inline __m128i iq4_values_table() {
+  return _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+}
+inline __m128i iq4_levels_table() {
+  return _mm_xor_si128(iq4_values_table(), _mm_set1_epi8(static_cast<char>(0x80)));
+}
+
 inline __m256i load_256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }

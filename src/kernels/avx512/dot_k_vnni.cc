@@ -261,8 +261,7 @@ struct IQ4XS {
   static constexpr Order kOrder = Order::kIq4Xs;
   static constexpr bool kSigned = true;
   static void unpack(const uint8_t* b, Unpacked& u) {
-    const __m512i table = _mm512_broadcast_i32x4(
-        _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+    const __m512i table = _mm512_broadcast_i32x4(iq4_values_table());
     const __m512i mask = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 2
     for (size_t h = 0; h < 2; ++h) {

@@ -195,10 +195,7 @@ inline void load_step(const uint8_t* b, size_t n_valid, const uint8_t* row_end,
     lo = _mm512_and_si512(packed, mask);
     hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), mask);
     if constexpr (W::kLookup) {  // kIq4Values + 128, looked up in every 128-bit lane
-      const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8(
-          1, 24, 45, 63, 79, 93, 106, 118, static_cast<char>(129), static_cast<char>(141),
-          static_cast<char>(153), static_cast<char>(166), static_cast<char>(181),
-          static_cast<char>(197), static_cast<char>(217), static_cast<char>(241)));
+      const __m512i table = _mm512_broadcast_i32x4(iq4_levels_table());
       lo = _mm512_shuffle_epi8(table, lo);
       hi = _mm512_shuffle_epi8(table, hi);
     }

@@ -232,12 +232,9 @@ struct Q6K {
   }
 };
 
-// IQ4_NL/IQ4_XS: each nibble indexes kIq4Values; the level is that value + 128.
-constexpr uint8_t kIq4Levels[16] = {1,   24,  45,  63,  79,  93,  106, 118,
-                                    129, 141, 153, 166, 181, 197, 217, 241};
-
+// IQ4_NL/IQ4_XS: each nibble indexes the IQ4 values; the level is that value + 128.
 inline void iq4_levels_32(const uint8_t* qs, uint8_t* levels) {
-  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Levels));
+  const __m128i table = iq4_levels_table();
   const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i mask = _mm_set1_epi8(0x0F);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(levels),
