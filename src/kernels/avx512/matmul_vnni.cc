@@ -262,8 +262,8 @@ struct IQ4XS {
     const uint32_t high = load_u16(b + 2);
     for (uint32_t s = 0; s < 8; ++s) {
       iq4_levels_32(b + 8 + 16 * s, levels + 32 * s);
-      const uint32_t ls =
-          ((b[4 + s / 2] >> (4 * (s % 2))) & 0x0Fu) | (((high >> (2 * s)) & 3u) << 4);
+      const uint32_t low = static_cast<uint32_t>(b[4 + s / 2]) >> (4 * (s % 2));
+      const uint32_t ls = (low & 0x0Fu) | (((high >> (2 * s)) & 3u) << 4);
       scale[s] = d * static_cast<float>(static_cast<int>(ls) - 32);
     }
   }
