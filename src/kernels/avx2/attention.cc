@@ -13,6 +13,15 @@ namespace {
 using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
 
 constexpr size_t kChunk = 32;
+
+// kernel_table.h's first_visible_key and kv_row_elements, restated with internal linkage: an
+// inline function of a shared header must not be compiled here (kernels/README.md).
+size_t first_key(size_t n_keys, size_t window) {
+  return window > 0 && n_keys > window ? n_keys - window : 0;
+}
+size_t row_elements(const KvPages& kv, size_t n_kv_heads, size_t head_dim) {
+  return kv.row_elements != 0 ? kv.row_elements : n_kv_heads * head_dim;
+}
 constexpr size_t kMaxGroup = 64;
 
 template <bool kF16>
@@ -29,7 +38,7 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
                   const AttentionParams& p, float* out) {
   const size_t head_dim = p.head_dim;
   const size_t element = kF16 ? 2 : 4;
-  const size_t token_bytes = kv_row_elements(kv, p.n_kv_heads, head_dim) * element;
+  const size_t token_bytes = row_elements(kv, p.n_kv_heads, head_dim) * element;
   const size_t head_offset = kv_head * head_dim * element;
   float running_max[kMaxGroup], running_sum[kMaxGroup];
   for (size_t g = 0; g < n_group; ++g) {
@@ -40,7 +49,7 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
   const uint8_t* k_rows[kChunk];
   const uint8_t* v_rows[kChunk];
   alignas(32) float scores[kChunk];
-  for (size_t t0 = first_visible_key(n_keys, p.window); t0 < n_keys; t0 += kChunk) {
+  for (size_t t0 = first_key(n_keys, p.window); t0 < n_keys; t0 += kChunk) {
     const size_t n = n_keys - t0 < kChunk ? n_keys - t0 : kChunk;
     for (size_t i = 0; i < n; ++i) {
       const size_t t = t0 + i;
