@@ -126,6 +126,17 @@ class Backend {
   virtual std::string kernel_name(BackendOp op, TensorType type, MatmulMode mode) const = 0;
   // Uninitialized memory, 64-byte aligned; resource_exhausted when it cannot be had.
   virtual Result<BackendBuffer> allocate(size_t bytes) = 0;
+  // Copies `bytes` between two places of the backend's memory (KV pages on copy-on-write).
+  virtual void copy(uint8_t* dst, const uint8_t* src, size_t bytes) = 0;
+  // A weight matrix of the model file as this backend reads it: rows of `k` elements of
+  // `type` at `data` (host memory, the file's mapping) or the backend's own copy of them (a
+  // device backend uploads here, once, at load). The returned matrix lives as long as the
+  // backend and the file.
+  virtual Result<WeightMatrix> prepare_matrix(TensorType type, const uint8_t* data,
+                                              size_t row_stride, size_t n_rows, size_t k) = 0;
+  // A vector weight (norm scale, bias, RoPE factors) as F32 in the backend's memory; `data`
+  // holds n elements of `type` (F32, F16 or BF16).
+  virtual Result<const float*> prepare_vector(TensorType type, const uint8_t* data, size_t n) = 0;
   // Waits for queued work (the CPU backend runs every op synchronously).
   virtual void sync() = 0;
 

@@ -97,6 +97,30 @@ Result<BackendBuffer> CpuBackend::allocate(size_t bytes) {
   return BackendBuffer(static_cast<uint8_t*>(p), size, release_heap);
 }
 
+void CpuBackend::copy(uint8_t* dst, const uint8_t* src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
+
+// The CPU reads weights where the file is mapped: no copy.
+Result<WeightMatrix> CpuBackend::prepare_matrix(TensorType type, const uint8_t* data,
+                                                size_t row_stride, size_t n_rows, size_t k) {
+  return WeightMatrix{type, data, row_stride, n_rows, k};
+}
+
+Result<const float*> CpuBackend::prepare_vector(TensorType type, const uint8_t* data, size_t n) {
+  if (type == TensorType::kF32 && reinterpret_cast<uintptr_t>(data) % alignof(float) == 0) {
+    return reinterpret_cast<const float*>(data);
+  }
+  auto copy = std::make_unique<float[]>(n);
+  if (type == TensorType::kF32) {
+    std::memcpy(copy.get(), data, n * sizeof(float));
+  } else {
+    dequantize_row(type, {data, row_bytes(type, n)}, std::span<float>(copy.get(), n));
+  }
+  converted_vectors_.push_back(std::move(copy));
+  return converted_vectors_.back().get();
+}
+
 template <typename Fn>
 void CpuBackend::for_rows(size_t n_rows, Fn&& fn) {
   if (n_rows < kInlineRows) {

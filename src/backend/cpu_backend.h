@@ -4,7 +4,9 @@
 // backends are checked against it.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "base/thread_pool.h"
@@ -19,6 +21,10 @@ class CpuBackend final : public Backend {
   bool supports(BackendOp op, TensorType type) const override;
   std::string kernel_name(BackendOp op, TensorType type, MatmulMode mode) const override;
   Result<BackendBuffer> allocate(size_t bytes) override;
+  void copy(uint8_t* dst, const uint8_t* src, size_t bytes) override;
+  Result<WeightMatrix> prepare_matrix(TensorType type, const uint8_t* data, size_t row_stride,
+                                      size_t n_rows, size_t k) override;
+  Result<const float*> prepare_vector(TensorType type, const uint8_t* data, size_t n) override;
   void sync() override {}
 
   size_t matmul_scratch_bytes(std::span<const WeightMatrix> ws, size_t n_rows,
@@ -68,6 +74,8 @@ class CpuBackend final : public Backend {
   const KernelTable& kernels_;
   ThreadPool& pool_;
   std::string name_;
+  // F32 copies of vector weights stored in another type (or misaligned), made at load.
+  std::vector<std::unique_ptr<float[]>> converted_vectors_;
 };
 
 }  // namespace synapse

@@ -254,41 +254,28 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
   }
 }
 
-// An F32 pointer to a vector weight: the mapping itself when it is F32 and aligned, otherwise a
-// converted copy owned by the plan.
-const float* vector_f32(const TensorView& view, ExecutionPlan& plan) {
-  if (view.type == TensorType::kF32 &&
-      reinterpret_cast<uintptr_t>(view.data.data()) % alignof(float) == 0) {
-    return reinterpret_cast<const float*>(view.data.data());
-  }
-  const size_t n = view.element_count();
-  auto copy = std::make_unique<float[]>(n);
-  if (view.type == TensorType::kF32) {
-    std::memcpy(copy.get(), view.data.data(), n * sizeof(float));
-  } else {
-    dequantize_row(view.type, view.data, std::span<float>(copy.get(), n));
-  }
-  plan.converted_vectors.push_back(std::move(copy));
-  return plan.converted_vectors.back().get();
-}
-
-WeightMatrix matrix_of(const TensorView& v) {
-  return WeightMatrix{v.type, v.data.data(), row_bytes(v.type, v.dims[0]),
-                      static_cast<size_t>(v.rows()), static_cast<size_t>(v.dims[0])};
+// A 2-D weight as the backend reads it.
+Result<WeightMatrix> matrix_of(const TensorView& v, Backend& backend) {
+  return backend.prepare_matrix(v.type, v.data.data(), row_bytes(v.type, v.dims[0]),
+                                static_cast<size_t>(v.rows()), static_cast<size_t>(v.dims[0]));
 }
 
 // The router, then expert e's gate, up and down: slice e of each 3-D tensor (ne[2] = expert).
-void lower_moe(const IrOp& op, PlanOp& p) {
-  p.matrices.push_back(matrix_of(*op.weights[0].view));
+Status lower_moe(const IrOp& op, Backend& backend, PlanOp& p) {
+  SYN_ASSIGN_OR_RETURN(const WeightMatrix router, matrix_of(*op.weights[0].view, backend));
+  p.matrices.push_back(router);
   for (uint32_t e = 0; e < op.moe.n_expert; ++e) {
     for (size_t i = 1; i < 4; ++i) {
       const TensorView& v = *op.weights[i].view;
       const size_t rows = static_cast<size_t>(v.dims[1]);
       const size_t stride = row_bytes(v.type, v.dims[0]);
-      p.matrices.push_back(WeightMatrix{v.type, v.data.data() + e * rows * stride, stride, rows,
-                                        static_cast<size_t>(v.dims[0])});
+      SYN_ASSIGN_OR_RETURN(const WeightMatrix m,
+                           backend.prepare_matrix(v.type, v.data.data() + e * rows * stride, stride,
+                                                  rows, static_cast<size_t>(v.dims[0])));
+      p.matrices.push_back(m);
     }
   }
+  return ok_status();
 }
 
 }  // namespace
@@ -301,7 +288,7 @@ Status verify_ir(const ModelIr& ir, const Backend& backend, MatmulMode /*mode*/)
   return ok_status();
 }
 
-Result<ExecutionPlan> lower_ir(const ModelIr& ir, const Backend& backend, MatmulMode mode) {
+Result<ExecutionPlan> lower_ir(const ModelIr& ir, Backend& backend, MatmulMode mode) {
   SYN_RETURN_IF_ERROR(verify_ir(ir, backend, mode));
   ExecutionPlan plan;
   plan.matmul_mode = mode;
@@ -314,18 +301,19 @@ Result<ExecutionPlan> lower_ir(const ModelIr& ir, const Backend& backend, Matmul
       p.op = op;
       TensorType type = TensorType::kF32;
       if (op.kind == BackendOp::kMoe) {
-        lower_moe(op, p);
+        SYN_RETURN_IF_ERROR(lower_moe(op, backend, p));
         type = op.weights[1].type;
       } else if (op.kind == BackendOp::kEmbed || op.kind == BackendOp::kMatmul) {
         for (const IrWeight& w : op.weights) {
-          const TensorView& v = *w.view;
-          p.matrices.push_back(WeightMatrix{v.type, v.data.data(), row_bytes(v.type, v.dims[0]),
-                                            static_cast<size_t>(v.rows()),
-                                            static_cast<size_t>(v.dims[0])});
+          SYN_ASSIGN_OR_RETURN(const WeightMatrix m, matrix_of(*w.view, backend));
+          p.matrices.push_back(m);
         }
         type = op.weights.front().type;
       } else if (!op.weights.empty()) {
-        p.vector = vector_f32(*op.weights.front().view, plan);
+        const TensorView& v = *op.weights.front().view;
+        SYN_ASSIGN_OR_RETURN(
+            p.vector,
+            backend.prepare_vector(v.type, v.data.data(), static_cast<size_t>(v.element_count())));
       }
       if (op.kind == BackendOp::kKvStore || op.kind == BackendOp::kAttention ||
           op.kind == BackendOp::kShortConv) {

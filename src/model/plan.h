@@ -2,7 +2,8 @@
 // Verification and lowering of the Model IR for one backend. verify_ir() runs before any token:
 // every weight present with the shape its op needs, every (op, type) supported by the backend,
 // head and RoPE geometry and the context valid; an error names the region, the op and the tensor.
-// lower_ir() then resolves each op's weights to kernel-ready pointers and records the kernel
+// lower_ir() then has the backend prepare each op's weights (the CPU reads the mapping in place;
+// a device backend uploads them) and records the kernel
 // that runs it on this machine (what `synapse inspect --ir` prints).
 #pragma once
 
@@ -33,13 +34,12 @@ struct ExecutionPlan {
   MatmulMode matmul_mode;
   std::string backend_name;
   std::vector<PlanRegion> regions;
-  // F32 copies of vectors stored in another type (F16 norms): converted once, at load.
-  std::vector<std::unique_ptr<float[]>> converted_vectors;
 };
 
 Status verify_ir(const ModelIr& ir, const Backend& backend, MatmulMode mode);
-// Requires a verified IR; the plan points into the model file's mapping.
-Result<ExecutionPlan> lower_ir(const ModelIr& ir, const Backend& backend, MatmulMode mode);
+// Requires a verified IR; the plan's weights are the backend's (for the CPU, views into the
+// model file's mapping), valid while the backend and the file live.
+Result<ExecutionPlan> lower_ir(const ModelIr& ir, Backend& backend, MatmulMode mode);
 // Human-readable regions, ops, shapes, dtypes and kernels.
 std::string format_plan(const ModelIr& ir, const ExecutionPlan& plan);
 

@@ -139,7 +139,7 @@ Status KvCache::reserve(SeqId id, size_t n_new) {
     const uint32_t old = s.pages[p];
     if (refcount_[old] <= 1) continue;
     SYN_ASSIGN_OR_RETURN(const uint32_t copy, allocate_page());
-    std::memcpy(page_data(copy), page_data(old), page_bytes_);
+    backend_.copy(page_data(copy), page_data(old), page_bytes_);
     release_page(old);
     s.pages[p] = copy;
     ++copies_on_write_;
