@@ -7,6 +7,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/fail_point.h"
 #include "base/numeric_check.h"
 #include "encoder/pooling.h"
 #include "runtime/engine.h"
@@ -389,6 +390,9 @@ bool Service::run_step() {
     if (job->running && !job->finished) s.running.push_back(job.get());
   }
   if (s.running.empty()) return false;
+  // Test-only: slow steps, so that a stream is still generating whatever the build's speed.
+  static const int64_t step_delay_ms = fail_point("serve.step_delay_ms");
+  if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
   // Decodes in ticket order, then prompt chunks by class and arrival.
   std::sort(s.running.begin(), s.running.end(), [](const Job* a, const Job* b) {
     if (a->request.request_class != b->request.request_class) {

@@ -518,9 +518,12 @@ TEST_F(ServeTest, SigtermWritesTheWholeStreamOfASlowWriter) {
 }
 
 // The grace period over with the stream still generating: the service cancels it, and the client
-// gets the documented error event and [DONE] rather than a cut connection.
+// gets the documented error event and [DONE] rather than a cut connection. Steps are slowed
+// (5 ms each: 3000 tokens take 15 s) so that a fast build cannot finish within the grace.
 TEST_F(ServeTest, SigtermPastTheGraceEndsTheStreamWithAnErrorEvent) {
+  ::setenv("SYNAPSE_FAIL_POINTS", "serve.step_delay_ms=5", 1);
   auto server = start("--shutdown-grace 0.5");
+  ::unsetenv("SYNAPSE_FAIL_POINTS");
   ASSERT_GT(server->port(), 0);
   const std::string body = stream_through_sigterm(*server, 3000);
   const std::vector<std::string> events = sse_payloads(body);
