@@ -19,8 +19,7 @@
 
 #include "base/status.h"
 #include "format/tensor_type.h"
-#include "kernels/kernel_table.h"
-#include "kernels/matmul.h"
+#include "ops/op_params.h"
 
 namespace synapse {
 

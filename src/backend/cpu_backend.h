@@ -10,6 +10,8 @@
 
 #include "backend/backend.h"
 #include "base/thread_pool.h"
+#include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
 
 namespace synapse {
 

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "format/tensor_type.h"
+#include "ops/op_params.h"
 
 namespace synapse {
 
@@ -95,22 +96,6 @@ struct SoftmaxParams {
   const float* mask;  // nullable: added after the soft-cap (-inf masks an element)
 };
 
-enum class RopeMode : uint8_t { kAdjacent, kNeox };  // pairs (2i, 2i+1) or (i, i + n_dims/2)
-
-// RoPE as ggml defines it, with YaRN (ext_factor != 0) and optional per-pair frequency factors.
-struct RopeParams {
-  RopeMode layout;
-  uint32_t n_dims;  // rotated dimensions (even, <= head_dim); the rest pass through
-  float freq_base;
-  float freq_scale;   // 1 / linear scaling factor
-  float ext_factor;   // YaRN extrapolation mix, 0 disables YaRN
-  float attn_factor;  // magnitude scale
-  float beta_fast;
-  float beta_slow;
-  uint32_t n_ctx_orig;        // original training context (YaRN)
-  const float* freq_factors;  // nullable, n_dims / 2 divisors of theta
-};
-
 // The KV cache of one sequence, in fixed-size pages: token t lives in page t / page_tokens at
 // slot t % page_tokens; a slot holds row_elements elements, the first n_kv_heads * head_dim of
 // them the token's heads, so element (t, h, d) is at
@@ -130,22 +115,6 @@ struct KvPages {
 // The elements between consecutive tokens of a page.
 constexpr size_t kv_row_elements(const KvPages& kv, size_t n_kv_heads, size_t head_dim) {
   return kv.row_elements != 0 ? kv.row_elements : n_kv_heads * head_dim;
-}
-
-struct AttentionParams {
-  size_t n_heads;
-  size_t n_kv_heads;  // divides n_heads (GQA: heads h*g .. h*g+g-1 share KV head h)
-  size_t head_dim;
-  float scale;    // usually 1/sqrt(head_dim)
-  float softcap;  // > 0 enables score soft-capping
-  // > 0: sliding window, only the last `window` of the n_keys keys are attended (a query at
-  // position p sees keys p - window < t <= p, as Gemma's and Mistral's local layers do).
-  size_t window;
-};
-
-// The first key a window leaves visible among n_keys (0 without a window).
-constexpr size_t first_visible_key(size_t n_keys, size_t window) {
-  return window > 0 && n_keys > window ? n_keys - window : 0;
 }
 
 // Attention of `n_group` query heads that share one KV head against keys

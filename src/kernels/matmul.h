@@ -21,26 +21,6 @@
 
 namespace synapse {
 
-// n_rows rows of k elements of `type`; row r starts at data + r * row_stride bytes.
-struct WeightMatrix {
-  TensorType type;
-  const uint8_t* data;
-  size_t row_stride;
-  size_t n_rows;
-  size_t k;
-};
-
-enum class DotPath : uint8_t {
-  kQuantized,  // activations quantized to activation_type(w.type) (F32 weights: F32)
-  kF32,        // activations kept in F32: slower for quantized weights, no activation rounding
-};
-
-// Which kernels compute the product. kStream reads each weight row once per call through the
-// `dot` tiles (decode); kTiled repacks weight tiles for the cache-tiled kernel when the type
-// has one (prefill; falls back to `dot` otherwise, and always on DotPath::kF32 for quantized
-// weights); kAuto picks kTiled from kMatmulMinColumns columns on.
-enum class MatmulRoute : uint8_t { kAuto, kStream, kTiled };
-
 // Below this many columns kAuto streams weights through `dot` tiles even where the ISA has a
 // packed matmul kernel (packing a tile costs about as much as a few columns' work).
 inline constexpr size_t kMatmulMinColumns = 16;
@@ -58,12 +38,7 @@ void matmul(const KernelTable& kernels, const WeightMatrix& w, const float* x, s
 // Several matrices applied to the same activations (q/k/v, gate/up) in one pass: each
 // activation format is prepared once, and the row tasks of all matrices run as one job on the
 // pool. Each output's bits equal those of matmul() of that matrix alone.
-struct MatmulOutput {
-  WeightMatrix w;
-  float* y;
-  size_t y_stride;
-};
-inline constexpr size_t kMaxMatmulGroup = 8;
+// (MatmulOutput and kMaxMatmulGroup: ops/op_params.h.)
 
 size_t matmul_group_scratch_bytes(const KernelTable& kernels, std::span<const WeightMatrix> ws,
                                   size_t n_cols, int n_threads, DotPath path, MatmulRoute route);

@@ -20,8 +20,8 @@
 
 #include "backend/backend.h"
 #include "format/model_file.h"
-#include "kernels/kernel_table.h"
 #include "model/hparams.h"
+#include "ops/op_params.h"
 
 namespace synapse {
 
