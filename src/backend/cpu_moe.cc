@@ -23,7 +23,7 @@ size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // Where each part of the scratch lives, for n_rows rows.
 struct MoeScratch {
-  size_t logits, choice, weight, rows, row_weights, x, gate_up, act, down, matmul, bytes;
+  size_t logits, choice, weight, offsets, rows, row_weights, x, gate_up, act, down, matmul, bytes;
   MoeScratch(const MoeWeights& w, size_t n_rows, size_t matmul_bytes) {
     const size_t n_expert = w.gate.size(), n_ff = w.gate.front().n_rows;
     const size_t width = w.router.k, out = w.down.front().n_rows;
@@ -36,8 +36,9 @@ struct MoeScratch {
     logits = take(n_rows * n_expert * sizeof(float));
     choice = take(n_rows * w.n_used * sizeof(uint32_t));
     weight = take(n_rows * w.n_used * sizeof(float));
-    rows = take(n_rows * sizeof(uint32_t));
-    row_weights = take(n_rows * sizeof(float));
+    offsets = take((n_expert + 1) * sizeof(uint32_t));
+    rows = take(n_rows * w.n_used * sizeof(uint32_t));
+    row_weights = take(n_rows * w.n_used * sizeof(float));
     x = take(n_rows * width * sizeof(float));
     gate_up = take(n_rows * 2 * n_ff * sizeof(float));
     act = take(n_rows * n_ff * sizeof(float));
@@ -59,21 +60,16 @@ void choose_experts(const float* scores, size_t n_expert, size_t n_used, bool no
     sum += probabilities[e];
   }
   for (size_t e = 0; e < n_expert; ++e) probabilities[e] /= sum;
+  uint32_t order[kMaxExperts];
+  for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<uint32_t>(e);
+  std::partial_sort(order, order + n_used, order + n_expert, [&](uint32_t a, uint32_t b) {
+    return probabilities[a] > probabilities[b] || (probabilities[a] == probabilities[b] && a < b);
+  });
   float chosen_sum = 0.0f;
   for (size_t k = 0; k < n_used; ++k) {
-    size_t best = 0;
-    float best_p = -1.0f;
-    for (size_t e = 0; e < n_expert; ++e) {
-      bool taken = false;
-      for (size_t j = 0; j < k; ++j) taken = taken || choice[j] == e;
-      if (!taken && probabilities[e] > best_p) {
-        best = e;
-        best_p = probabilities[e];
-      }
-    }
-    choice[k] = static_cast<uint32_t>(best);
-    weight[k] = best_p;
-    chosen_sum += best_p;
+    choice[k] = order[k];
+    weight[k] = probabilities[order[k]];
+    chosen_sum += weight[k];
   }
   if (normalize) {
     for (size_t k = 0; k < n_used; ++k) weight[k] /= chosen_sum;
@@ -103,6 +99,7 @@ void CpuBackend::moe(const MoeWeights& w, const float* x, size_t x_stride, size_
   auto* logits = reinterpret_cast<float*>(base + s.logits);
   auto* choice = reinterpret_cast<uint32_t*>(base + s.choice);
   auto* weight = reinterpret_cast<float*>(base + s.weight);
+  auto* offsets = reinterpret_cast<uint32_t*>(base + s.offsets);
   auto* rows = reinterpret_cast<uint32_t*>(base + s.rows);
   auto* row_weights = reinterpret_cast<float*>(base + s.row_weights);
   auto* xg = reinterpret_cast<float*>(base + s.x);
@@ -118,18 +115,22 @@ void CpuBackend::moe(const MoeWeights& w, const float* x, size_t x_stride, size_
                    weight + r * w.n_used);
     std::memset(y + r * y_stride, 0, out * sizeof(float));
   }
+  // The (row, weight) pairs grouped by expert, rows increasing within each (a counting sort).
+  std::fill(offsets, offsets + n_expert + 1, 0u);
+  for (size_t i = 0; i < n_rows * w.n_used; ++i) ++offsets[choice[i] + 1];
+  for (size_t e = 0; e < n_expert; ++e) offsets[e + 1] += offsets[e];
+  for (size_t i = 0; i < n_rows * w.n_used; ++i) {
+    const uint32_t at = offsets[choice[i]]++;
+    rows[at] = static_cast<uint32_t>(i / w.n_used);
+    row_weights[at] = weight[i];
+  }
+  // offsets[e] is now where expert e + 1's group starts: expert e's is [offsets[e-1], offsets[e]).
   for (size_t e = 0; e < n_expert; ++e) {
-    size_t n = 0;
-    for (size_t r = 0; r < n_rows; ++r) {
-      for (size_t k = 0; k < w.n_used; ++k) {
-        if (choice[r * w.n_used + k] != e) continue;
-        rows[n] = static_cast<uint32_t>(r);
-        row_weights[n] = weight[r * w.n_used + k];
-        ++n;
-      }
-    }
+    const uint32_t first = e == 0 ? 0 : offsets[e - 1];
+    const size_t n = offsets[e] - first;
     if (n == 0) continue;
-    copy_rows(x, x_stride, std::span<const uint32_t>(rows, n), width, xg, width);
+    const std::span<const uint32_t> expert_rows(rows + first, n);
+    copy_rows(x, x_stride, expert_rows, width, xg, width);
     const MatmulOutput gu[2] = {{w.gate[e], gate_up, 2 * n_ff},
                                 {w.up[e], gate_up + n_ff, 2 * n_ff}};
     matmul(gu, xg, width, n, mm, mode);
@@ -137,9 +138,9 @@ void CpuBackend::moe(const MoeWeights& w, const float* x, size_t x_stride, size_
     const MatmulOutput d{w.down[e], down, out};
     matmul(std::span(&d, 1), act, n_ff, n, mm, mode);
     for (size_t i = 0; i < n; ++i) {
-      float* yr = y + rows[i] * y_stride;
+      float* yr = y + expert_rows[i] * y_stride;
       float* dr = down + i * out;
-      kernels_.scale(dr, row_weights[i], dr, out);
+      kernels_.scale(dr, row_weights[first + i], dr, out);
       kernels_.add(yr, dr, yr, out);
     }
   }

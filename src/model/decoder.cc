@@ -69,9 +69,13 @@ uint64_t DecoderModel::weight_bytes_per_token() const {
       if (p.op.kind == BackendOp::kMatmul) {
         for (const WeightMatrix& w : p.matrices) bytes += matrix_bytes(w);
       } else if (p.op.kind == BackendOp::kMoe) {
-        // The router and the experts a token uses (every expert is the same size).
+        // The router and the experts a token uses (every expert is the same size): the first
+        // gate, up and down matrices stand for any.
+        const size_t n_expert = p.op.moe.n_expert;
         bytes += matrix_bytes(p.matrices[0]);
-        for (size_t i = 1; i < 4; ++i) bytes += p.op.moe.n_used * matrix_bytes(p.matrices[i]);
+        for (size_t role = 0; role < 3; ++role) {
+          bytes += p.op.moe.n_used * matrix_bytes(p.matrices[1 + role * n_expert]);
+        }
       }
     }
   }
@@ -247,18 +251,14 @@ Status DecoderModel::forward(const ForwardBatch& b) {
           break;
         }
         case BackendOp::kMoe: {
+          const std::span<const WeightMatrix> m(p.matrices);
           const size_t n_expert = op.moe.n_expert;
-          const std::span<const WeightMatrix> experts(p.matrices.data() + 1, 3 * n_expert);
-          moe_gate_.clear();
-          moe_up_.clear();
-          moe_down_.clear();
-          for (size_t e = 0; e < n_expert; ++e) {
-            moe_gate_.push_back(experts[3 * e]);
-            moe_up_.push_back(experts[3 * e + 1]);
-            moe_down_.push_back(experts[3 * e + 2]);
-          }
-          const MoeWeights w{p.matrices[0], moe_gate_,     moe_up_,
-                             moe_down_,     op.moe.n_used, op.moe.normalize};
+          const MoeWeights w{m[0],
+                             m.subspan(1, n_expert),
+                             m.subspan(1 + n_expert, n_expert),
+                             m.subspan(1 + 2 * n_expert, n_expert),
+                             op.moe.n_used,
+                             op.moe.normalize};
           SYN_RETURN_IF_ERROR(ensure_scratch(backend_.moe_scratch_bytes(w, rows, mode)));
           backend_.moe(w, ptr(op.input), stride(op.input), rows, ptr(op.output), stride(op.output),
                        scratch_.span(), mode);

@@ -112,8 +112,6 @@ class DecoderModel {
   std::vector<uint32_t> selected_rows_;
   std::vector<uint32_t> logits_positions_;
   std::vector<uint32_t> hidden_positions_;
-  // Reused per MoE op: the experts' matrices by role.
-  std::vector<WeightMatrix> moe_gate_, moe_up_, moe_down_;
 };
 
 }  // namespace synapse

@@ -82,6 +82,13 @@ IrRegion& GraphBuilder::region(IrRegionKind kind, int32_t block) {
   return ir_.regions.back();
 }
 
+IrValueId GraphBuilder::block_value(const char* name, uint32_t width) {
+  for (IrValueId v = 0; v < ir_.values.size(); ++v) {
+    if (ir_.values[v].name == name) return v;
+  }
+  return ir_.add_value(name, width);
+}
+
 IrOp GraphBuilder::norm_op(const char* label, IrSlice in, IrSlice out,
                            const std::string& weight_name) {
   IrOp norm;
@@ -263,17 +270,9 @@ void GraphBuilder::short_conv_block(uint32_t b) {
   IrRegion& r = region(IrRegionKind::kShortConv, static_cast<int32_t>(b));
   const uint32_t d = hp_.n_embd;
   const auto name = [b](const char* suffix) { return arch::block_tensor(b, suffix); };
-  IrValueId conv_in = 0, conv_bx = 0, conv_out = 0;
-  for (IrValueId v = 0; v < ir_.values.size(); ++v) {
-    if (ir_.values[v].name == "conv_in") conv_in = v;
-    if (ir_.values[v].name == "conv_bx") conv_bx = v;
-    if (ir_.values[v].name == "conv_out") conv_out = v;
-  }
-  if (conv_in == 0) {
-    conv_in = ir_.add_value("conv_in", 3 * d);
-    conv_bx = ir_.add_value("conv_bx", d);
-    conv_out = ir_.add_value("conv_out", d);
-  }
+  const IrValueId conv_in = block_value("conv_in", 3 * d);
+  const IrValueId conv_bx = block_value("conv_bx", d);
+  const IrValueId conv_out = block_value("conv_out", d);
 
   r.ops.push_back(norm_op("attn_norm", {hidden_, 0, d}, {normed_, 0, d}, name("attn_norm.weight")));
 
@@ -394,11 +393,7 @@ void GraphBuilder::moe_block(uint32_t b, const MoeBlockOptions& options) {
   r.ops.push_back(std::move(norm));
 
   // The experts' sum goes to a value of its own (the op reads `normed` while writing).
-  IrValueId moe_out = 0;
-  for (IrValueId v = 0; v < ir_.values.size(); ++v) {
-    if (ir_.values[v].name == "moe") moe_out = v;
-  }
-  if (moe_out == 0) moe_out = ir_.add_value("moe", d);
+  const IrValueId moe_out = block_value("moe", d);
 
   IrOp moe;
   moe.kind = BackendOp::kMoe;

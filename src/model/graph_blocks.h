@@ -80,6 +80,8 @@ class GraphBuilder {
   IrWeight weight(const std::string& name, std::vector<uint64_t> expected_shape) const;
   bool has(const std::string& name) const { return file_.tensor_view(name) != nullptr; }
   IrRegion& region(IrRegionKind kind, int32_t block);
+  // A per-token value the blocks of one kind share (declared by the first block that needs it).
+  IrValueId block_value(const char* name, uint32_t width);
   // After the last block's attention only the output rows go on: its feed-forward reads and
   // writes the output-row values.
   bool is_last(uint32_t block) const { return block + 1 == hp_.n_layer; }

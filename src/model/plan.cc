@@ -260,15 +260,16 @@ Result<WeightMatrix> matrix_of(const TensorView& v, Backend& backend) {
                                 static_cast<size_t>(v.rows()), static_cast<size_t>(v.dims[0]));
 }
 
-// The router, then expert e's gate, up and down: slice e of each 3-D tensor (ne[2] = expert).
+// The router, then every expert's gate, every expert's up and every expert's down matrix:
+// slice e of each 3-D tensor (ne[2] = expert), so the backend takes each role as one span.
 Status lower_moe(const IrOp& op, Backend& backend, PlanOp& p) {
   SYN_ASSIGN_OR_RETURN(const WeightMatrix router, matrix_of(*op.weights[0].view, backend));
   p.matrices.push_back(router);
-  for (uint32_t e = 0; e < op.moe.n_expert; ++e) {
-    for (size_t i = 1; i < 4; ++i) {
-      const TensorView& v = *op.weights[i].view;
-      const size_t rows = static_cast<size_t>(v.dims[1]);
-      const size_t stride = row_bytes(v.type, v.dims[0]);
+  for (size_t i = 1; i < 4; ++i) {
+    const TensorView& v = *op.weights[i].view;
+    const size_t rows = static_cast<size_t>(v.dims[1]);
+    const size_t stride = row_bytes(v.type, v.dims[0]);
+    for (uint32_t e = 0; e < op.moe.n_expert; ++e) {
       SYN_ASSIGN_OR_RETURN(const WeightMatrix m,
                            backend.prepare_matrix(v.type, v.data.data() + e * rows * stride, stride,
                                                   rows, static_cast<size_t>(v.dims[0])));

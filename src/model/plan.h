@@ -19,8 +19,8 @@ namespace synapse {
 struct PlanOp {
   IrOp op;             // what to compute (copied from the IR)
   std::string kernel;  // the kernel that runs it here
-  // kEmbed, kMatmul: the matrices in the IR's weight order. kMoe: the router, then each
-  // expert's gate, up and down matrices (slices of the 3-D expert tensors), expert by expert.
+  // kEmbed, kMatmul: the matrices in the IR's weight order. kMoe: the router, then the n_expert
+  // gate matrices, the up matrices and the down matrices (slices of the 3-D expert tensors).
   std::vector<WeightMatrix> matrices;
   const float* vector = nullptr;  // kRmsNorm weight, kAddBias bias, kRope freq factors
 };

@@ -202,59 +202,71 @@ Status write_rope_hparams(const HParams& hp, GgufWriter& w) {
   return w.set_scalar(arch_key(a, gguf_key::kRopeScalingOriginalContext), hp.rope_original_context);
 }
 
+void append_attention_tensors(const HParams& hp, uint32_t b, const DecoderBlockOptions& options,
+                              std::vector<TensorSpec>& out) {
+  const uint64_t d = hp.n_embd;
+  if (options.fused_qkv) {
+    out.push_back({block_tensor(b, "attn_qkv.weight"),
+                   {d, uint64_t{hp.q_dim()} + hp.k_dim() + hp.v_dim()},
+                   TensorRole::kAttention});
+  } else {
+    out.push_back({block_tensor(b, "attn_q.weight"), {d, hp.q_dim()}, TensorRole::kAttention});
+    out.push_back({block_tensor(b, "attn_k.weight"), {d, hp.k_dim()}, TensorRole::kAttention});
+    out.push_back({block_tensor(b, "attn_v.weight"), {d, hp.v_dim()}, TensorRole::kAttention});
+  }
+  if (options.qkv_bias || options.optional_biases) {
+    const bool required = options.qkv_bias;
+    out.push_back({block_tensor(b, "attn_q.bias"), {hp.q_dim()}, TensorRole::kBias, required});
+    out.push_back({block_tensor(b, "attn_k.bias"), {hp.k_dim()}, TensorRole::kBias, required});
+    out.push_back({block_tensor(b, "attn_v.bias"), {hp.v_dim()}, TensorRole::kBias, required});
+  }
+  if (options.qk_norm) {
+    out.push_back({block_tensor(b, "attn_q_norm.weight"), {hp.head_dim_k}, TensorRole::kNorm});
+    out.push_back({block_tensor(b, "attn_k_norm.weight"), {hp.head_dim_k}, TensorRole::kNorm});
+  }
+  out.push_back({block_tensor(b, "attn_output.weight"),
+                 {static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, d},
+                 TensorRole::kAttention});
+  if (options.optional_biases) {
+    out.push_back({block_tensor(b, "attn_output.bias"), {d}, TensorRole::kBias, false});
+  }
+  if (options.post_norms) {
+    out.push_back({block_tensor(b, "post_attention_norm.weight"), {d}, TensorRole::kNorm});
+  }
+}
+
+void append_feed_forward_tensors(const HParams& hp, uint32_t b, const DecoderBlockOptions& options,
+                                 std::vector<TensorSpec>& out) {
+  const uint64_t d = hp.n_embd;
+  out.push_back({block_tensor(b, "ffn_norm.weight"), {d}, TensorRole::kNorm});
+  if (options.moe) {
+    const uint64_t f = hp.n_ff_expert, n = hp.n_expert;
+    out.push_back({block_tensor(b, "ffn_gate_inp.weight"), {d, n}, TensorRole::kRouter});
+    out.push_back({block_tensor(b, "ffn_gate_exps.weight"), {d, f, n}, TensorRole::kFeedForward});
+    out.push_back({block_tensor(b, "ffn_up_exps.weight"), {d, f, n}, TensorRole::kFeedForward});
+    out.push_back({block_tensor(b, "ffn_down_exps.weight"), {f, d, n}, TensorRole::kFeedForward});
+  } else if (options.fused_gate_up) {
+    out.push_back(
+        {block_tensor(b, "ffn_up.weight"), {d, uint64_t{2} * hp.n_ff}, TensorRole::kFeedForward});
+    out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
+  } else {
+    out.push_back({block_tensor(b, "ffn_gate.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
+    out.push_back({block_tensor(b, "ffn_up.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
+    out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
+  }
+  if (options.post_norms) {
+    out.push_back({block_tensor(b, "post_ffw_norm.weight"), {d}, TensorRole::kNorm});
+  }
+}
+
 std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOptions& options) {
   const uint64_t d = hp.n_embd;
   std::vector<TensorSpec> out;
   out.push_back({"token_embd.weight", {d, hp.n_vocab}, TensorRole::kTokenEmbedding});
   for (uint32_t b = 0; b < hp.n_layer; ++b) {
     out.push_back({block_tensor(b, "attn_norm.weight"), {d}, TensorRole::kNorm});
-    if (options.fused_qkv) {
-      out.push_back({block_tensor(b, "attn_qkv.weight"),
-                     {d, uint64_t{hp.q_dim()} + hp.k_dim() + hp.v_dim()},
-                     TensorRole::kAttention});
-    } else {
-      out.push_back({block_tensor(b, "attn_q.weight"), {d, hp.q_dim()}, TensorRole::kAttention});
-      out.push_back({block_tensor(b, "attn_k.weight"), {d, hp.k_dim()}, TensorRole::kAttention});
-      out.push_back({block_tensor(b, "attn_v.weight"), {d, hp.v_dim()}, TensorRole::kAttention});
-    }
-    if (options.qkv_bias || options.optional_biases) {
-      const bool required = options.qkv_bias;
-      out.push_back({block_tensor(b, "attn_q.bias"), {hp.q_dim()}, TensorRole::kBias, required});
-      out.push_back({block_tensor(b, "attn_k.bias"), {hp.k_dim()}, TensorRole::kBias, required});
-      out.push_back({block_tensor(b, "attn_v.bias"), {hp.v_dim()}, TensorRole::kBias, required});
-    }
-    if (options.qk_norm) {
-      out.push_back({block_tensor(b, "attn_q_norm.weight"), {hp.head_dim_k}, TensorRole::kNorm});
-      out.push_back({block_tensor(b, "attn_k_norm.weight"), {hp.head_dim_k}, TensorRole::kNorm});
-    }
-    out.push_back({block_tensor(b, "attn_output.weight"),
-                   {static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, d},
-                   TensorRole::kAttention});
-    if (options.optional_biases) {
-      out.push_back({block_tensor(b, "attn_output.bias"), {d}, TensorRole::kBias, false});
-    }
-    if (options.post_norms) {
-      out.push_back({block_tensor(b, "post_attention_norm.weight"), {d}, TensorRole::kNorm});
-    }
-    out.push_back({block_tensor(b, "ffn_norm.weight"), {d}, TensorRole::kNorm});
-    if (options.moe) {
-      const uint64_t f = hp.n_ff_expert, n = hp.n_expert;
-      out.push_back({block_tensor(b, "ffn_gate_inp.weight"), {d, n}, TensorRole::kRouter});
-      out.push_back({block_tensor(b, "ffn_gate_exps.weight"), {d, f, n}, TensorRole::kFeedForward});
-      out.push_back({block_tensor(b, "ffn_up_exps.weight"), {d, f, n}, TensorRole::kFeedForward});
-      out.push_back({block_tensor(b, "ffn_down_exps.weight"), {f, d, n}, TensorRole::kFeedForward});
-    } else if (options.fused_gate_up) {
-      out.push_back(
-          {block_tensor(b, "ffn_up.weight"), {d, uint64_t{2} * hp.n_ff}, TensorRole::kFeedForward});
-      out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
-    } else {
-      out.push_back({block_tensor(b, "ffn_gate.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
-      out.push_back({block_tensor(b, "ffn_up.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
-      out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
-    }
-    if (options.post_norms) {
-      out.push_back({block_tensor(b, "post_ffw_norm.weight"), {d}, TensorRole::kNorm});
-    }
+    append_attention_tensors(hp, b, options, out);
+    append_feed_forward_tensors(hp, b, options, out);
   }
   // Llama 3.1-style per-pair frequency divisors (optional).
   out.push_back({"rope_freqs.weight", {hp.n_rot / 2}, TensorRole::kNorm, /*required=*/false});

@@ -36,6 +36,12 @@ struct DecoderBlockOptions {
 // token_embd, blocks (attention + gated feed-forward or experts, pre-norm), output_norm, output
 // (optional: absent means tied to token_embd).
 std::vector<TensorSpec> decoder_tensors(const HParams& hp, const DecoderBlockOptions& options);
+// The tensors of block b's attention (after attn_norm) and of its feed-forward (ffn_norm on),
+// for architectures that list their blocks themselves (LFM2).
+void append_attention_tensors(const HParams& hp, uint32_t b, const DecoderBlockOptions& options,
+                              std::vector<TensorSpec>& out);
+void append_feed_forward_tensors(const HParams& hp, uint32_t b, const DecoderBlockOptions& options,
+                                 std::vector<TensorSpec>& out);
 
 // The attention and feed-forward options of the graph builder that the block options imply.
 AttentionBlockOptions attention_options(const DecoderBlockOptions& blocks);

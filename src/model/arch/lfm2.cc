@@ -69,19 +69,9 @@ class Lfm2Architecture final : public DecoderArchitecture {
         out.push_back(
             {block_tensor(b, "shortconv.out_proj.weight"), {d, d}, TensorRole::kAttention});
       } else {
-        out.push_back({block_tensor(b, "attn_q.weight"), {d, hp.q_dim()}, TensorRole::kAttention});
-        out.push_back({block_tensor(b, "attn_k.weight"), {d, hp.k_dim()}, TensorRole::kAttention});
-        out.push_back({block_tensor(b, "attn_v.weight"), {d, hp.v_dim()}, TensorRole::kAttention});
-        out.push_back({block_tensor(b, "attn_q_norm.weight"), {hp.head_dim_k}, TensorRole::kNorm});
-        out.push_back({block_tensor(b, "attn_k_norm.weight"), {hp.head_dim_k}, TensorRole::kNorm});
-        out.push_back({block_tensor(b, "attn_output.weight"),
-                       {static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, d},
-                       TensorRole::kAttention});
+        append_attention_tensors(hp, b, traits().blocks, out);
       }
-      out.push_back({block_tensor(b, "ffn_norm.weight"), {d}, TensorRole::kNorm});
-      out.push_back({block_tensor(b, "ffn_gate.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
-      out.push_back({block_tensor(b, "ffn_up.weight"), {d, hp.n_ff}, TensorRole::kFeedForward});
-      out.push_back({block_tensor(b, "ffn_down.weight"), {hp.n_ff, d}, TensorRole::kFeedForward});
+      append_feed_forward_tensors(hp, b, traits().blocks, out);
     }
     out.push_back({"output.weight", {d, hp.n_vocab}, TensorRole::kOutput, /*required=*/false});
     return out;
