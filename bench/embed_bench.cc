@@ -15,8 +15,9 @@
 #include <vector>
 
 #include "base/thread_pool.h"
-#include "encoder/embedder.h"
+#include "encoder/embedding_runtime.h"
 #include "format/model_file.h"
+#include "serve/service.h"
 #include "synth/synth_model.h"
 
 namespace synapse {
@@ -42,9 +43,9 @@ struct Cleanup {
 } cleanup;
 
 Embedder& minilm(TensorType type) {
-  static std::map<TensorType, std::unique_ptr<Embedder>> models;
+  static std::map<TensorType, std::unique_ptr<EmbeddingRuntime>> models;
   auto& slot = models[type];
-  if (slot) return *slot;
+  if (slot) return slot->embedder();
   SynthOptions o;
   o.arch = "bert";
   o.n_embd = 384;
@@ -67,13 +68,14 @@ Embedder& minilm(TensorType type) {
     std::abort();
   }
   auto file = open_model_file(path);
-  auto embedder = Embedder::open(std::move(file).value());
+  auto embedder =
+      EmbeddingRuntime::open(std::move(file).value(), kThreads, serve::serving_decoder_options());
   if (!embedder.ok()) {
     std::fprintf(stderr, "open: %s\n", embedder.status().to_string().c_str());
     std::abort();
   }
   slot = std::move(embedder).value();
-  return *slot;
+  return slot->embedder();
 }
 
 // Inputs of 8..128 tokens: [CLS] random word-piece ids [SEP].
@@ -99,10 +101,9 @@ void BM_Embed(benchmark::State& state, TensorType type) {
   const auto batch = inputs(static_cast<size_t>(state.range(0)));
   size_t tokens = 0;
   for (const auto& s : batch) tokens += s.size();
-  ThreadPool pool(kThreads);
   const EmbedOptions options{.pooling = PoolingType::kMean};
   for (auto _ : state) {
-    auto r = embedder.embed_tokens(batch, options, pool);
+    auto r = embedder.embed_tokens(batch, options);
     if (!r.ok()) {
       state.SkipWithError(r.status().to_string().c_str());
       return;

@@ -11,7 +11,7 @@
 // measured ~3e-4), so F32 is held to max abs <= 1e-3 and cosine >= 0.99999 (the bounds).
 // Q8_0 quantizes the activations of every product (as llama.cpp does), so each of our and its
 // rounding choices can flip an int8 step of 1/127 of a block's max: cosine >= 0.9995.
-// With EncoderGelu::kTanhF16Table (llama.cpp's table reproduced) the same comparisons are
+// With GeluForm::kTanhF16Table (llama.cpp's table reproduced) the same comparisons are
 // checked against much tighter bounds, showing the GELU is the whole difference.
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "encoder/embedder.h"
+#include "encoder/embedding_runtime.h"
 #include "format/model_file.h"
 #include "tests/support/test_support.h"
 
@@ -78,7 +78,6 @@ TEST(EmbeddingParity, EveryLlamaCppOutputFile) {
   const Json summary = Json::parse(testing::read_file_text(summary_path));
   std::vector<std::string> sentences;
   for (const Json& s : summary["sentences"]) sentences.push_back(s.get<std::string>());
-  ThreadPool pool(2);
   size_t files = 0;
   for (const std::string model_name : {"tiny-bert-bge-f32", "tiny-bert-bge-q8_0"}) {
     auto file = open_model_file(dir + model_name + ".gguf");
@@ -94,9 +93,16 @@ TEST(EmbeddingParity, EveryLlamaCppOutputFile) {
                 info["ne"].get<std::vector<uint64_t>>())
           << name;
     }
-    auto embedder_or = Embedder::open(std::move(file).value());
-    ASSERT_TRUE(embedder_or.ok()) << embedder_or.status().to_string();
-    Embedder& embedder = **embedder_or;
+    // The model through the Model IR, twice: exact GELU, and llama.cpp's F16 table.
+    std::unique_ptr<EmbeddingRuntime> runtimes[2];
+    for (const GeluForm gelu : {GeluForm::kTanh, GeluForm::kTanhF16Table}) {
+      auto reopened = open_model_file(dir + model_name + ".gguf");
+      ASSERT_TRUE(reopened.ok()) << reopened.status().to_string();
+      auto runtime = EmbeddingRuntime::open(std::move(reopened).value(), 2, {.gelu = gelu});
+      ASSERT_TRUE(runtime.ok()) << runtime.status().to_string();
+      runtimes[static_cast<size_t>(gelu)] = std::move(runtime).value();
+    }
+    const Embedder& embedder = runtimes[0]->embedder();
     // Token ids: ours against the ids llama.cpp used.
     for (size_t i = 0; i < sentences.size(); ++i) {
       EXPECT_EQ(Json(embedder.tokenizer().encode(sentences[i])), summary["token_ids"][i])
@@ -110,15 +116,14 @@ TEST(EmbeddingParity, EveryLlamaCppOutputFile) {
       const std::string command = run["command"].get<std::string>();
       const bool cls = command.find("--pooling cls") != std::string::npos;
       const bool normalize = command.find("--embd-normalize -1") == std::string::npos;
-      for (const EncoderGelu gelu : {EncoderGelu::kTanh, EncoderGelu::kTanhF16Table}) {
+      for (const GeluForm gelu : {GeluForm::kTanh, GeluForm::kTanhF16Table}) {
         const EmbedOptions options{.pooling = cls ? PoolingType::kCls : PoolingType::kMean,
-                                   .normalize = normalize,
-                                   .gelu = gelu};
-        auto got = embedder.embed(sentences, options, pool);
+                                   .normalize = normalize};
+        auto got = runtimes[static_cast<size_t>(gelu)]->embedder().embed(sentences, options);
         ASSERT_TRUE(got.ok()) << got.status().to_string();
         ASSERT_EQ(got->items.size(), expected["data"].size());
         const Figures f = compare(*got, expected);
-        const bool table = gelu == EncoderGelu::kTanhF16Table;
+        const bool table = gelu == GeluForm::kTanhF16Table;
         const bool tight = table && run_name.ends_with(".fa_off");
         const Bounds b =
             q8 ? (tight ? kQ8TableGelu : kQ8ExactGelu) : (tight ? kF32TableGelu : kF32ExactGelu);

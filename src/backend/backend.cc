@@ -37,6 +37,10 @@ std::string_view backend_op_name(BackendOp op) {
       return "mul";
     case BackendOp::kShortConv:
       return "short_conv";
+    case BackendOp::kLayerNorm:
+      return "layer_norm";
+    case BackendOp::kGelu:
+      return "gelu";
   }
   return "unknown";
 }

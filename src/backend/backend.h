@@ -42,8 +42,10 @@ enum class BackendOp : uint8_t {
   kMoe,        // mixture of experts: router, top-k, the chosen experts' SwiGLU, weighted sum
   kMul,        // rows = rows * rows, element-wise
   kShortConv,  // causal depthwise convolution over positions, its inputs kept in the KV pages
+  kLayerNorm,  // per row: (x - mean) / std * weight + bias (bias optional)
+  kGelu,       // gelu_tanh(x), element-wise
 };
-inline constexpr size_t kBackendOpCount = 16;
+inline constexpr size_t kBackendOpCount = 18;
 std::string_view backend_op_name(BackendOp op);
 
 // Memory owned by a backend (activations, scratch, the KV pool); freed with the object.
@@ -159,7 +161,8 @@ class Backend {
   // Row i of k and of v (`width` floats each) into the cache slot of its sequence's position.
   virtual void kv_store(const float* k, const float* v, size_t stride, size_t width,
                         std::span<const SequenceRows> sequences, const KvFormat& format) = 0;
-  // Row i attends causally to its sequence's cached tokens 0..positions[i].
+  // Row i attends to its sequence's cached tokens 0..positions[i] (a bidirectional model passes
+  // every row its sequence's last position).
   virtual void attention(const float* q, size_t q_stride, const int64_t* positions, float* out,
                          size_t out_stride, std::span<const SequenceRows> sequences,
                          const KvFormat& format, const AttentionParams& params) = 0;
@@ -179,6 +182,12 @@ class Backend {
   // y = gelu_tanh(gate) * up, `width` floats per row.
   virtual void geglu(const float* gate, const float* up, size_t stride, size_t n_rows, size_t width,
                      float* y, size_t y_stride) = 0;
+  // y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias per row; bias may be null.
+  virtual void layer_norm(const float* x, size_t x_stride, size_t n_rows, size_t width,
+                          const float* weight, const float* bias, float eps, float* y,
+                          size_t y_stride) = 0;
+  // y = gelu_tanh(y) in place, `width` floats per row, evaluated as `form` says.
+  virtual void gelu(float* y, size_t y_stride, size_t n_rows, size_t width, GeluForm form) = 0;
   // y *= s, `width` floats per row.
   virtual void scale(float* y, size_t y_stride, size_t n_rows, size_t width, float s) = 0;
   // y = cap * tanh(y / cap), `width` floats per row.

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/attention.h"
+#include "kernels/gelu_table.h"
 #include "tensor/half.h"
 #include "tensor/quant.h"
 
@@ -272,6 +273,25 @@ void CpuBackend::geglu(const float* gate, const float* up, size_t stride, size_t
     float* yr = y + r * y_stride;
     kernels_.gelu_tanh(gate + r * stride, yr, width);
     kernels_.mul(yr, up + r * stride, yr, width);
+  });
+}
+
+void CpuBackend::layer_norm(const float* x, size_t x_stride, size_t n_rows, size_t width,
+                            const float* weight, const float* bias, float eps, float* y,
+                            size_t y_stride) {
+  for_rows(n_rows, [&](size_t r) {
+    kernels_.layer_norm(x + r * x_stride, weight, bias, width, eps, y + r * y_stride);
+  });
+}
+
+void CpuBackend::gelu(float* y, size_t y_stride, size_t n_rows, size_t width, GeluForm form) {
+  for_rows(n_rows, [&](size_t r) {
+    float* row = y + r * y_stride;
+    if (form == GeluForm::kTanhF16Table) {
+      gelu_tanh_f16_table(row, row, width);
+    } else {
+      kernels_.gelu_tanh(row, row, width);
+    }
   });
 }
 

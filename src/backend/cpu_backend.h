@@ -54,6 +54,9 @@ class CpuBackend final : public Backend {
               float* y, size_t y_stride) override;
   void geglu(const float* gate, const float* up, size_t stride, size_t n_rows, size_t width,
              float* y, size_t y_stride) override;
+  void layer_norm(const float* x, size_t x_stride, size_t n_rows, size_t width, const float* weight,
+                  const float* bias, float eps, float* y, size_t y_stride) override;
+  void gelu(float* y, size_t y_stride, size_t n_rows, size_t width, GeluForm form) override;
   void scale(float* y, size_t y_stride, size_t n_rows, size_t width, float s) override;
   void softcap(float* y, size_t y_stride, size_t n_rows, size_t width, float cap) override;
   size_t moe_scratch_bytes(const MoeWeights& w, size_t n_rows, MatmulMode mode) const override;

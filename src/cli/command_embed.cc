@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_body.h"
-#include "base/thread_pool.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/encoder_cli.h"

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "base/thread_pool.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/encoder_cli.h"
@@ -34,10 +33,9 @@ int run(const Options& o) {
     if (!lines.ok()) return fail(lines.status());
     documents = std::move(lines).value();
   }
-  auto opened = open_embedder(o.model, o.store);
+  auto opened = open_embedder(o.model, o.store, o.threads);
   if (!opened.ok()) return fail(opened.status());
-  ThreadPool pool(o.threads);
-  auto result = opened->embedder->rerank(o.query, documents, o.top_n, o.truncate, pool);
+  auto result = opened->runtime->embedder().rerank(o.query, documents, o.top_n, o.truncate);
   if (!result.ok()) return fail(result.status());
   if (o.json) {
     Json results = Json::array();

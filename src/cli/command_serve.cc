@@ -21,7 +21,7 @@
 #include "cli/commands.h"
 #include "cli/model_runner.h"
 #include "cli/serve_jobs.h"
-#include "encoder/decoder_embedder.h"
+#include "encoder/embedder.h"
 #include "format/model_file.h"
 #include "model/arch/architecture.h"
 #include "serve/embedding_service.h"
@@ -145,13 +145,14 @@ int run_serve_embeddings(const ServeOptions& o) {
   if (!resolved.ok()) return fail(resolved.status());
   Result<std::unique_ptr<ModelFile>> file = open_model_file(resolved->path);
   if (!file.ok()) return fail(file.status());
-  Result<std::unique_ptr<Embedder>> embedder = Embedder::open(std::move(*file));
-  if (!embedder.ok()) return fail(embedder.status());
+  const int threads =
+      o.run.threads > 0 ? o.run.threads : std::max(1, CpuInfo::detect().physical_cores);
+  Result<std::unique_ptr<EmbeddingRuntime>> runtime =
+      EmbeddingRuntime::open(std::move(*file), threads, serve::serving_decoder_options());
+  if (!runtime.ok()) return fail(runtime.status());
   serve::EmbeddingServiceConfig config;
   config.max_queued = o.queue_limit;
-  config.threads =
-      o.run.threads > 0 ? o.run.threads : std::max(1, CpuInfo::detect().physical_cores);
-  serve::EmbeddingService service(std::move(*embedder), config);
+  serve::EmbeddingService service(std::move(*runtime), config);
 
   server::Embeddings embeddings;
   embeddings.service = &service;
@@ -228,7 +229,7 @@ int run_serve(const ServeOptions& o) {
   inference.bos_token = token_text(*tok, tok->vocab().special().bos);
   inference.eos_token = token_text(*tok, tok->vocab().special().eos);
   inference.embedding_pooling = model.hparams().pooling;
-  inference.appended_eos = appended_eos(*tok);
+  inference.appended_eos = appended_closing_token(*tok);
   // A template that cannot render is an error now, not on the first request; a model without
   // one serves completions, and chat answers no_chat_template.
   Result<chat::ChatTemplate> chat_template =

@@ -5,45 +5,30 @@
 #include <iostream>
 #include <thread>
 
-#include "backend/cpu_backend.h"
-#include "encoder/decoder_embedder.h"
 #include "format/model_file.h"
-#include "kernels/kernel_selection.h"
-#include "model/arch/architecture.h"
 #include "serve/service.h"
 #include "store/model_ref.h"
 
 namespace synapse::cli {
 
-Result<OpenedEmbedder> open_embedder(const std::string& ref, const std::string& store) {
+Result<OpenedEmbedder> open_embedder(const std::string& ref, const std::string& store,
+                                     int threads) {
   // A GGUF runs as it is: embedding reads the weights in place, there is nothing to prepare.
   SYN_ASSIGN_OR_RETURN(ResolvedModel model, resolve_model(ref, {.store_directory = store}));
   SYN_ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> file, open_model_file(model.path));
-  SYN_ASSIGN_OR_RETURN(std::unique_ptr<Embedder> embedder, Embedder::open(std::move(file)));
-  return OpenedEmbedder{std::move(embedder), std::move(model.lease), model.label};
+  // The serving options: the vectors are those `synapse serve` answers.
+  SYN_ASSIGN_OR_RETURN(
+      std::unique_ptr<EmbeddingRuntime> runtime,
+      EmbeddingRuntime::open(std::move(file), threads, serve::serving_decoder_options()));
+  return OpenedEmbedder{std::move(runtime), std::move(model.lease), model.label};
 }
 
 Result<EmbedResult> embed_with_model(const std::string& ref, const std::string& store, int threads,
                                      std::span<const std::string> inputs,
                                      const EmbedOptions& options, std::string& label) {
-  SYN_ASSIGN_OR_RETURN(ResolvedModel model, resolve_model(ref, {.store_directory = store}));
-  label = model.label;
-  SYN_ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> file, open_model_file(model.path));
-  SYN_ASSIGN_OR_RETURN(const HParams hp, read_model_hparams(file->metadata()));
-  ThreadPool pool(threads);
-  if (hp.kind == ModelKind::kEncoder) {
-    SYN_ASSIGN_OR_RETURN(std::unique_ptr<Embedder> embedder, Embedder::open(std::move(file)));
-    return embedder->embed(inputs, options, pool);
-  }
-  CpuBackend backend(selected_kernels(), pool);
-  SYN_ASSIGN_OR_RETURN(
-      std::unique_ptr<DecoderModel> decoder,
-      DecoderModel::load(std::move(file), backend, serve::serving_decoder_options()));
-  auto tok = tokenizer::Tokenizer::from_gguf(decoder->file().metadata());
-  if (!tok.ok()) return std::move(tok).take_status().with_path(model.path);
-  Engine engine(*decoder);
-  DecoderEmbedder embedder(engine, *tok);
-  return embedder.embed(inputs, options);
+  SYN_ASSIGN_OR_RETURN(OpenedEmbedder opened, open_embedder(ref, store, threads));
+  label = opened.label;
+  return opened.runtime->embedder().embed(inputs, options);
 }
 
 Result<std::vector<std::string>> read_lines(const std::string& path) {

@@ -12,23 +12,22 @@
 #include <vector>
 
 #include "base/status.h"
-#include "encoder/embedder.h"
+#include "encoder/embedding_runtime.h"
 #include "store/model_store.h"
 
 namespace synapse::cli {
 
 struct OpenedEmbedder {
-  std::unique_ptr<Embedder> embedder;
+  std::unique_ptr<EmbeddingRuntime> runtime;
   std::optional<ModelLease> lease;
   std::string label;  // for output: the path or "name (sha256:...)"
 };
 
-Result<OpenedEmbedder> open_embedder(const std::string& ref, const std::string& store);
+// Opens any model (an encoder or a decoder) for embedding, with serve::serving_decoder_options(),
+// so its vectors are those `synapse serve` answers.
+Result<OpenedEmbedder> open_embedder(const std::string& ref, const std::string& store, int threads);
 
-// Embeds `inputs` with whatever the model is: an encoder (BERT family) through its Embedder, a
-// decoder (llama, qwen2, qwen3) through a DecoderEmbedder on an Engine opened with
-// serve::serving_decoder_options(), so its vectors are those `synapse serve` answers. Sets
-// `label` for output.
+// Embeds `inputs` with whatever the model is (open_embedder). Sets `label` for output.
 Result<EmbedResult> embed_with_model(const std::string& ref, const std::string& store, int threads,
                                      std::span<const std::string> inputs,
                                      const EmbedOptions& options, std::string& label);

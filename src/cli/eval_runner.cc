@@ -27,7 +27,7 @@ ChunkScorer EngineScorer::scorer() {
     Status status = engine_->step(inputs, out_);
     for (const StepInput& input : inputs) (void)engine_->release(input.sequence);
     SYN_RETURN_IF_ERROR(status);
-    const size_t n_vocab = out_.n_vocab;
+    const size_t n_vocab = out_.n_logits;
     for (size_t c = 0; c < chunks.size(); ++c) {
       const float* from = out_.logits.data() + (out_.first_row[c] + first_row) * n_vocab;
       std::memcpy(logits.data() + c * n_rows * n_vocab, from, n_rows * n_vocab * sizeof(float));

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The encoder against a straightforward float64 BERT written here from the definition (token +
-// type + position embeddings, LayerNorm, post-norm blocks, bidirectional softmax attention, tanh
-// GELU, pooling, the tanh classification head), on synthetic models from `synth`; packing and
-// thread-count invariance; every ISA table; the Embedder's errors.
+// BERT through the Model IR against a straightforward float64 BERT written here from the
+// definition (token + type + position embeddings, LayerNorm, post-norm blocks, bidirectional
+// softmax attention, tanh GELU, pooling, the tanh classification head), on synthetic models from
+// `synth`: every ISA table and thread count, batching invariance, the Embedder's errors, and
+// the Engine's rules for a bidirectional model.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,10 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu_backend.h"
 #include "encoder/embedder.h"
-#include "encoder/encoder_forward.h"
+#include "encoder/embedding_runtime.h"
 #include "encoder/pooling.h"
 #include "format/model_file.h"
+#include "kernels/gelu_table.h"
+#include "kernels/kernel_selection.h"
 #include "kernels/kernel_table.h"
 #include "synth/synth_model.h"
 #include "tests/support/poison_model.h"
@@ -158,8 +162,8 @@ constexpr double kF32VersusF64 = 1e-4;
 struct Fixture {
   testing::TempDir dir;
   std::string path;
-  std::unique_ptr<ModelFile> file;
-  std::unique_ptr<EncoderModel> model;
+  std::unique_ptr<ModelFile> file;  // for the reference's weights
+  HParams hp;
 };
 
 std::unique_ptr<Fixture> make_model(SynthOptions o) {
@@ -171,13 +175,13 @@ std::unique_ptr<Fixture> make_model(SynthOptions o) {
   auto file = open_model_file(f->path);
   EXPECT_TRUE(file.ok()) << file.status().to_string();
   f->file = std::move(file).value();
-  auto model = EncoderModel::load(*f->file);
-  EXPECT_TRUE(model.ok()) << model.status().to_string();
-  f->model = std::move(model).value();
+  auto hp = read_model_hparams(f->file->metadata());
+  EXPECT_TRUE(hp.ok()) << hp.status().to_string();
+  f->hp = *hp;
   return f;
 }
 
-// Deterministic token sequences of the given lengths: [CLS]=first id ... ids in range.
+// Deterministic token sequences of the given lengths, ids in range.
 std::vector<std::vector<int32_t>> sequences(const std::vector<size_t>& lengths, uint32_t n_vocab) {
   std::vector<std::vector<int32_t>> out;
   uint32_t state = 12345;
@@ -198,101 +202,135 @@ double max_abs_diff(std::span<const float> a, const Vec& b) {
   return m;
 }
 
-TEST(EncoderForward, MatchesFloat64ReferenceOnEveryIsaWithPackedSequences) {
+// The model on one kernel table and thread count, with an Engine (as the service runs it).
+struct Loaded {
+  Loaded(const KernelTable& kernels, int threads, const std::string& path,
+         const DecoderOptions& options = {})
+      : pool(threads), backend(kernels, pool) {
+    auto m = DecoderModel::open(path, backend, options);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    model = std::move(m).value();
+    engine = std::make_unique<Engine>(*model);
+  }
+  ThreadPool pool;
+  CpuBackend backend;
+  std::unique_ptr<DecoderModel> model;
+  std::unique_ptr<Engine> engine;
+};
+
+// Every row's hidden state of each sequence, all sequences in one step.
+std::vector<std::vector<float>> hidden_states(Engine& engine,
+                                              const std::vector<std::vector<int32_t>>& seqs,
+                                              const std::vector<std::vector<int32_t>>& types) {
+  std::vector<StepInput> inputs;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    inputs.push_back(StepInput{.sequence = engine.new_sequence(),
+                               .tokens = seqs[s],
+                               .logits = LogitsWanted::kNone,
+                               .hidden = LogitsWanted::kAll,
+                               .token_types = types.empty() ? std::span<const int32_t>()
+                                                            : std::span<const int32_t>(types[s])});
+  }
+  StepOutput out;
+  const Status st = engine.step(inputs, out);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  std::vector<std::vector<float>> result;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const auto rows = out.hidden_rows(s);
+    result.emplace_back(rows.begin(), rows.end());
+    EXPECT_TRUE(engine.release(inputs[s].sequence).ok());
+  }
+  return result;
+}
+
+TEST(EncoderIr, MatchesFloat64ReferenceOnEveryIsaWithBatchedSequences) {
   const auto f = make_model({});
-  const HParams& hp = f->model->hparams();
-  const ReferenceBert ref(*f->file, hp);
-  const std::vector<size_t> lengths = {1, 7, 19, 3, 40};
-  const auto seqs = sequences(lengths, hp.n_vocab);
-  std::vector<int32_t> tokens, types;
-  std::vector<uint32_t> lens;
+  const ReferenceBert ref(*f->file, f->hp);
+  const auto seqs = sequences({1, 7, 19, 3, 40}, f->hp.n_vocab);
+  std::vector<std::vector<int32_t>> types;
   std::vector<Vec> expected;
   for (size_t s = 0; s < seqs.size(); ++s) {
-    tokens.insert(tokens.end(), seqs[s].begin(), seqs[s].end());
-    std::vector<int32_t> t(seqs[s].size(), static_cast<int32_t>(s % 2));
-    types.insert(types.end(), t.begin(), t.end());
-    lens.push_back(static_cast<uint32_t>(seqs[s].size()));
-    expected.push_back(ref.forward(seqs[s], t));
+    types.emplace_back(seqs[s].size(), static_cast<int32_t>(s % 2));
+    expected.push_back(ref.forward(seqs[s], types.back()));
   }
   for (const KernelTable* kernels : runnable_kernel_tables()) {
     for (const int threads : {1, 3}) {
-      ThreadPool pool(threads);
-      EncoderWorkspace ws;
-      ASSERT_TRUE(encoder_forward(*kernels, *f->model,
-                                  {.tokens = tokens, .token_types = types, .seq_lengths = lens}, ws,
-                                  pool)
-                      .ok());
-      size_t offset = 0;
+      Loaded m(*kernels, threads, f->path, {.matmul_mode = {.path = DotPath::kF32}});
+      EXPECT_TRUE(m.model->bidirectional());
+      EXPECT_EQ(m.model->n_logits(), 0u);  // an embedding model: no output head
+      const auto got = hidden_states(*m.engine, seqs, types);
       for (size_t s = 0; s < seqs.size(); ++s) {
-        const auto got = ws.hidden().subspan(offset * hp.n_embd, lens[s] * hp.n_embd);
-        EXPECT_LT(max_abs_diff(got, expected[s]), kF32VersusF64)
+        EXPECT_LT(max_abs_diff(got[s], expected[s]), kF32VersusF64)
             << kernels->variant << " threads " << threads << " sequence " << s;
-        offset += lens[s];
       }
     }
   }
 }
 
-TEST(EncoderForward, PackingDoesNotChangeResults) {
+TEST(EncoderIr, BatchingDoesNotChangeResults) {
   const auto f = make_model({});
-  const HParams& hp = f->model->hparams();
   const auto seqs =
-      sequences({5, 33, 12, 2, 17, 9, 21, 4, 30, 11, 6, 8, 14, 3, 25, 19, 7}, hp.n_vocab);
-  ThreadPool pool(2);
-  std::vector<int32_t> tokens;
-  std::vector<uint32_t> lens;
-  for (const auto& s : seqs) {
-    tokens.insert(tokens.end(), s.begin(), s.end());
-    lens.push_back(static_cast<uint32_t>(s.size()));
-  }
-  EncoderWorkspace packed;
-  ASSERT_TRUE(
-      encoder_forward(*f->model, {.tokens = tokens, .seq_lengths = lens}, packed, pool).ok());
-  size_t offset = 0;
+      sequences({5, 33, 12, 2, 17, 9, 21, 4, 30, 11, 6, 8, 14, 3, 25, 19, 7}, f->hp.n_vocab);
+  Loaded m(selected_kernels(), 2, f->path);
+  const auto together = hidden_states(*m.engine, seqs, {});
   for (size_t s = 0; s < seqs.size(); ++s) {
-    EncoderWorkspace alone;
-    const uint32_t len = lens[s];
-    ASSERT_TRUE(
-        encoder_forward(*f->model, {.tokens = seqs[s], .seq_lengths = {&len, 1}}, alone, pool)
-            .ok());
-    const auto a = alone.hidden();
-    const auto p = packed.hidden().subspan(offset * hp.n_embd, a.size());
-    // Alone and packed differ only in the order the matrix kernels sum (packed tiles versus
-    // row dots): the F32 rounding bound, not a modelling difference.
-    double m = 0.0;
-    for (size_t i = 0; i < a.size(); ++i)
-      m = std::max(m, static_cast<double>(std::abs(a[i] - p[i])));
-    EXPECT_LT(m, kF32VersusF64) << "sequence " << s;
-    offset += len;
+    const auto alone = hidden_states(*m.engine, {seqs[s]}, {});
+    // Alone and batched differ at most in the order the matrix kernels sum.
+    double worst = 0.0;
+    for (size_t i = 0; i < alone[0].size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::abs(alone[0][i] - together[s][i])));
+    }
+    EXPECT_LT(worst, kF32VersusF64) << "sequence " << s;
   }
 }
 
-TEST(EncoderForward, RejectsBadBatches) {
+TEST(EncoderIr, RunsEachSequenceWholeAndChecksItsInputs) {
   SynthOptions o;
   o.n_ctx = 16;
   const auto f = make_model(o);
-  ThreadPool pool(1);
-  EncoderWorkspace ws;
-  const std::vector<int32_t> long_seq(17, 1);
-  const uint32_t len17 = 17;
-  EXPECT_EQ(
-      encoder_forward(*f->model, {.tokens = long_seq, .seq_lengths = {&len17, 1}}, ws, pool).code(),
-      ErrorCode::kContextLengthExceeded);
-  const std::vector<int32_t> bad_id = {1, 100000};
-  const uint32_t len2 = 2;
-  EXPECT_EQ(
-      encoder_forward(*f->model, {.tokens = bad_id, .seq_lengths = {&len2, 1}}, ws, pool).code(),
-      ErrorCode::kInvalidArgument);
-  const std::vector<int32_t> ok_ids = {1, 2};
+  Loaded m(selected_kernels(), 1, f->path);
+  Engine& engine = *m.engine;
+  StepOutput out;
+  // Longer than the context; an id outside the vocabulary; a token type outside 0..1.
+  const std::vector<int32_t> long_seq(17, 1), bad_id = {1, 100000}, ok_ids = {1, 2};
   const std::vector<int32_t> bad_types = {0, 2};
-  EXPECT_EQ(encoder_forward(*f->model,
-                            {.tokens = ok_ids, .token_types = bad_types, .seq_lengths = {&len2, 1}},
-                            ws, pool)
-                .code(),
-            ErrorCode::kInvalidArgument);
+  const SeqId seq = engine.new_sequence();
+  const StepInput too_long{.sequence = seq, .tokens = long_seq, .hidden = LogitsWanted::kAll};
+  EXPECT_EQ(engine.step({&too_long, 1}, out).code(), ErrorCode::kLimitExceeded);
+  const StepInput bad{.sequence = seq, .tokens = bad_id, .hidden = LogitsWanted::kAll};
+  EXPECT_EQ(engine.step({&bad, 1}, out).code(), ErrorCode::kInvalidArgument);
+  const StepInput typed{.sequence = seq,
+                        .tokens = ok_ids,
+                        .logits = LogitsWanted::kNone,
+                        .hidden = LogitsWanted::kAll,
+                        .token_types = bad_types};
+  EXPECT_EQ(engine.step({&typed, 1}, out).code(), ErrorCode::kInvalidArgument);
+  // No output head: logits are refused.
+  const StepInput logits{.sequence = seq, .tokens = ok_ids, .logits = LogitsWanted::kLast};
+  EXPECT_EQ(engine.step({&logits, 1}, out).code(), ErrorCode::kUnsupported);
+  // A sequence runs whole: appending to one that holds tokens is refused (its earlier rows
+  // would not have seen the new ones).
+  const StepInput first{.sequence = seq, .tokens = ok_ids, .logits = LogitsWanted::kNone};
+  ASSERT_TRUE(engine.step({&first, 1}, out).ok());
+  EXPECT_EQ(engine.step({&first, 1}, out).code(), ErrorCode::kInvalidArgument);
 }
 
-TEST(EncoderForward, GeluTableIsCloseToTheExactFunction) {
+TEST(EncoderIr, AttentionSeesLaterTokens) {
+  // The first row's hidden state changes with the last token: attention is not causal.
+  const auto f = make_model({});
+  Loaded m(selected_kernels(), 1, f->path);
+  std::vector<int32_t> a = {3, 4, 5, 6}, b = a;
+  b.back() = 7;
+  const auto ha = hidden_states(*m.engine, {a}, {});
+  const auto hb = hidden_states(*m.engine, {b}, {});
+  double diff = 0.0;
+  for (size_t i = 0; i < f->hp.n_embd; ++i) {
+    diff = std::max(diff, static_cast<double>(std::abs(ha[0][i] - hb[0][i])));
+  }
+  EXPECT_GT(diff, 1e-3);
+}
+
+TEST(EncoderIr, GeluTableIsCloseToTheExactFunction) {
   std::vector<float> x, exact, table;
   for (float v = -12.0f; v <= 12.0f; v += 0.01f) x.push_back(v);
   exact.resize(x.size());
@@ -308,25 +346,25 @@ TEST(EncoderForward, GeluTableIsCloseToTheExactFunction) {
   }
 }
 
-std::unique_ptr<Embedder> open_embedder(const std::string& path) {
+std::unique_ptr<EmbeddingRuntime> open_embedder(const std::string& path) {
   auto file = open_model_file(path);
   EXPECT_TRUE(file.ok());
-  auto e = Embedder::open(std::move(file).value());
+  auto e = EmbeddingRuntime::open(std::move(file).value(), 2, DecoderOptions{});
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   return std::move(e).value();
 }
 
 TEST(Embedder, PoolingAndNormalization) {
   const auto f = make_model({});
-  const ReferenceBert ref(*f->file, f->model->hparams());
-  auto embedder = open_embedder(f->path);
-  ThreadPool pool(2);
+  const ReferenceBert ref(*f->file, f->hp);
+  auto runtime = open_embedder(f->path);
+  Embedder* embedder = &runtime->embedder();
   const std::vector<std::string> texts = {"the cat sat", "a", "on the mat with a hat and a bat"};
   const size_t d = embedder->n_embd();
   for (const PoolingType pooling :
        {PoolingType::kMean, PoolingType::kCls, PoolingType::kLast, PoolingType::kNone}) {
     for (const bool normalize : {false, true}) {
-      auto r = embedder->embed(texts, {.pooling = pooling, .normalize = normalize}, pool);
+      auto r = embedder->embed(texts, {.pooling = pooling, .normalize = normalize});
       ASSERT_TRUE(r.ok()) << r.status().to_string();
       ASSERT_EQ(r->items.size(), texts.size());
       for (size_t i = 0; i < texts.size(); ++i) {
@@ -370,15 +408,15 @@ TEST(Embedder, PoolingAndNormalization) {
 
 TEST(Embedder, BatchBudgetDoesNotChangeResults) {
   const auto f = make_model({});
-  auto embedder = open_embedder(f->path);
-  ThreadPool pool(2);
+  auto runtime = open_embedder(f->path);
+  Embedder* embedder = &runtime->embedder();
   std::vector<std::string> texts;
   for (int i = 0; i < 20; ++i)
     texts.push_back(
         std::string(static_cast<size_t>(i % 7 + 1) * 4, 'a' + static_cast<char>(i % 26)) + " the");
-  auto big = embedder->embed(texts, {}, pool);
+  auto big = embedder->embed(texts, {});
   embedder->set_max_batch_tokens(8);
-  auto small = embedder->embed(texts, {}, pool);
+  auto small = embedder->embed(texts, {});
   ASSERT_TRUE(big.ok() && small.ok());
   EXPECT_EQ(big->prompt_tokens, small->prompt_tokens);
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -392,52 +430,39 @@ TEST(Embedder, ErrorsAndTruncation) {
   SynthOptions o;
   o.n_ctx = 8;
   const auto f = make_model(o);
-  auto embedder = open_embedder(f->path);
-  ThreadPool pool(1);
-  EXPECT_EQ(embedder->embed({}, {}, pool).status().code(), ErrorCode::kInvalidArgument);
+  auto runtime = open_embedder(f->path);
+  Embedder* embedder = &runtime->embedder();
+  EXPECT_EQ(embedder->embed({}, {}).status().code(), ErrorCode::kInvalidArgument);
   const std::vector<std::string> empty = {"ok", ""};
-  const auto e = embedder->embed(empty, {}, pool);
+  const auto e = embedder->embed(empty, {});
   EXPECT_EQ(e.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(e.status().where().field, "input[1]");
   const std::vector<std::string> long_text = {"a b c d e f g h i j k l m n o p"};
-  const auto too_long = embedder->embed(long_text, {}, pool);
+  const auto too_long = embedder->embed(long_text, {});
   EXPECT_EQ(too_long.status().code(), ErrorCode::kContextLengthExceeded);
   EXPECT_EQ(too_long.status().where().field, "input[0]");
-  const auto cut =
-      embedder->embed(long_text, {.pooling = PoolingType::kNone, .truncate = true}, pool);
+  const auto cut = embedder->embed(long_text, {.pooling = PoolingType::kNone, .truncate = true});
   ASSERT_TRUE(cut.ok()) << cut.status().to_string();
   EXPECT_EQ(cut->items[0].n_tokens, 8u);
   EXPECT_TRUE(cut->items[0].truncated);
   // No classification head: not a reranker.
   const std::vector<std::string> docs = {"a"};
-  EXPECT_EQ(embedder->rerank("q", docs, 0, false, pool).status().code(), ErrorCode::kUnsupported);
-}
-
-TEST(Embedder, RefusesDecoders) {
-  testing::TempDir dir;
-  SynthOptions o;
-  o.arch = "llama";
-  ASSERT_TRUE(synthesize_model(o, dir.file("llama.gguf")).ok());
-  auto file = open_model_file(dir.file("llama.gguf"));
-  ASSERT_TRUE(file.ok());
-  const auto e = Embedder::open(std::move(file).value());
-  EXPECT_EQ(e.status().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(embedder->rerank("q", docs, 0, false).status().code(), ErrorCode::kUnsupported);
 }
 
 TEST(Rerank, ScoresAreTheHeadOnTheClsVectorOfThePair) {
   SynthOptions o;
   o.classifier_labels = 1;
   const auto f = make_model(o);
-  ASSERT_TRUE(f->model->classifier().has_value());
-  EXPECT_EQ(f->model->hparams().pooling, PoolingType::kRank);
-  const ReferenceBert ref(*f->file, f->model->hparams());
-  auto embedder = open_embedder(f->path);
+  EXPECT_EQ(f->hp.pooling, PoolingType::kRank);
+  const ReferenceBert ref(*f->file, f->hp);
+  auto runtime = open_embedder(f->path);
+  Embedder* embedder = &runtime->embedder();
   ASSERT_TRUE(embedder->can_rerank());
-  ThreadPool pool(2);
   const std::string query = "the cat";
   const std::vector<std::string> docs = {"a cat sat on the mat", "the dog", "hat and bat",
                                          "the cat the cat", "on"};
-  const auto r = embedder->rerank(query, docs, 0, false, pool);
+  const auto r = embedder->rerank(query, docs, 0, false);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_EQ(r->items.size(), docs.size());
   const tokenizer::SpecialTokens& vocab = embedder->tokenizer().vocab().special();
@@ -461,7 +486,7 @@ TEST(Rerank, ScoresAreTheHeadOnTheClsVectorOfThePair) {
       EXPECT_GE(r->items[i - 1].score, item.score);
     }
   }
-  const auto top = embedder->rerank(query, docs, 2, false, pool);
+  const auto top = embedder->rerank(query, docs, 2, false);
   ASSERT_TRUE(top.ok());
   ASSERT_EQ(top->items.size(), 2u);
   EXPECT_EQ(top->items[0].index, r->items[0].index);
@@ -475,17 +500,17 @@ TEST(Embedder, NanWeightsAreANumericFault) {
   o.classifier_labels = 1;
   const auto f = make_model(o);
   testing::poison_tensor_with_nan(f->path, "token_embd_norm.weight");
-  auto embedder = open_embedder(f->path);
-  ThreadPool pool(2);
+  auto runtime = open_embedder(f->path);
+  Embedder* embedder = &runtime->embedder();
   const std::vector<std::string> texts = {"the cat sat", "a"};
   for (const PoolingType pooling : {PoolingType::kMean, PoolingType::kCls, PoolingType::kNone}) {
-    const auto r = embedder->embed(texts, {.pooling = pooling}, pool);
+    const auto r = embedder->embed(texts, {.pooling = pooling});
     EXPECT_EQ(r.status().code(), ErrorCode::kNumericFault) << pooling_type_name(pooling);
   }
   const std::vector<std::vector<int32_t>> tokens = {{1, 2, 3}};
-  const auto ids = embedder->embed_tokens(tokens, {}, pool);
+  const auto ids = embedder->embed_tokens(tokens, {});
   EXPECT_EQ(ids.status().code(), ErrorCode::kNumericFault);
-  const auto r = embedder->rerank("the cat", texts, 0, false, pool);
+  const auto r = embedder->rerank("the cat", texts, 0, false);
   EXPECT_EQ(r.status().code(), ErrorCode::kNumericFault);
 }
 

@@ -2,6 +2,7 @@
 #include "model/decoder.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/check.h"
 #include "model/graph_blocks.h"
@@ -27,9 +28,9 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(std::unique_ptr<ModelFi
                                                          const DecoderOptions& options) {
   SYN_ASSIGN_OR_RETURN(HParams hp, read_model_hparams(file->metadata()));
   const Architecture* arch = find_architecture(hp.arch);
-  if (arch == nullptr || arch->kind() != ModelKind::kDecoder) {
+  if (arch == nullptr) {
     return Status(ErrorCode::kUnsupported,
-                  "architecture '" + hp.arch + "' is not a decoder this build can run",
+                  "architecture '" + hp.arch + "' is not one this build can run",
                   ErrorWhere{.path = file->path(), .key = "general.architecture"});
   }
   const TensorCheckReport check = check_model_tensors(*arch, hp, *file);
@@ -49,7 +50,12 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(std::unique_ptr<ModelFi
           ? options.n_ctx
           : std::min(hp.n_ctx_train != 0 ? hp.n_ctx_train : kDefaultMaxContext, kDefaultMaxContext);
   graph_options.kv_type = options.kv_type;
+  graph_options.gelu = options.gelu;
   SYN_ASSIGN_OR_RETURN(ModelIr ir, arch->build_graph(hp, *file, graph_options));
+  // A bidirectional encoder's keys and values live for the one pass that computes them (as in
+  // llama.cpp, which keeps them F32 in its graph): F32 keeps it at parity, and its context is
+  // short.
+  if (ir.bidirectional) ir.kv_type = TensorType::kF32;
   SYN_ASSIGN_OR_RETURN(ExecutionPlan plan, lower_ir(ir, backend, options.matmul_mode));
   return std::unique_ptr<DecoderModel>(
       new DecoderModel(std::move(file), backend, std::move(ir), std::move(plan)));
@@ -97,6 +103,9 @@ Status DecoderModel::ensure_buffers(size_t n_rows, size_t n_out) {
     buffers_.push_back(std::move(b));
   }
   positions_.resize(rows_capacity_);
+  position_ids_.resize(rows_capacity_);
+  sequence_ends_.resize(rows_capacity_);
+  zero_types_.assign(rows_capacity_, 0);
   return ok_status();
 }
 
@@ -118,10 +127,31 @@ Status DecoderModel::validate(const ForwardBatch& b) const {
                                std::to_string(ir_.hp.n_vocab));
     }
   }
+  if (!b.token_types.empty()) {
+    if (b.token_types.size() != b.tokens.size()) {
+      return bad("token_types", "token types and tokens differ in length");
+    }
+    for (size_t i = 0; i < b.token_types.size(); ++i) {
+      if (b.token_types[i] < 0 || static_cast<uint32_t>(b.token_types[i]) >= ir_.hp.n_token_types) {
+        return bad("token_types", "token type " + std::to_string(b.token_types[i]) + " at row " +
+                                      std::to_string(i) + " is outside 0.." +
+                                      std::to_string(ir_.hp.n_token_types - 1));
+      }
+    }
+  }
+  if (!b.output_rows.empty() && !ir_.has_logits) {
+    return Status(ErrorCode::kUnsupported,
+                  "the model has no output head: it answers hidden states (embeddings) only",
+                  ErrorWhere{.field = "output_rows"});
+  }
   size_t next_row = 0;
   for (const ForwardSequence& s : b.sequences) {
     if (s.first_row != next_row || s.layers == nullptr) {
       return bad("sequences", "sequences must cover the rows in order");
+    }
+    if (ir_.bidirectional && s.n_past != 0) {
+      return bad("sequences",
+                 "a bidirectional model runs each sequence whole in one pass, from position 0");
     }
     next_row += s.n_rows;
     if (s.n_past + s.n_rows > ir_.n_ctx) {
@@ -173,23 +203,33 @@ std::span<const uint32_t> DecoderModel::select_rows(const ForwardBatch& b) {
   return selected_rows_;
 }
 
-DecoderModel::HeadInput DecoderModel::take_hidden_rows(const ForwardBatch& b, const IrOp& head) {
-  const HeadInput normed{value(head.input.value) + head.input.offset, ir_.width(head.input.value)};
-  if (b.hidden_rows.empty()) return normed;
-  SYN_CHECK(head.input.width == ir_.hp.n_embd && head.input.value != ir_.head_scratch,
-            "the output head reads the final norm's n_embd-wide output");
-  backend_.copy_rows(normed.x, normed.stride, hidden_positions_, head.input.width, b.hidden,
+DecoderModel::HeadInput DecoderModel::take_hidden_rows(const ForwardBatch& b) {
+  const HeadInput final{value(ir_.final_hidden), ir_.width(ir_.final_hidden)};
+  if (b.hidden_rows.empty()) return final;
+  backend_.copy_rows(final.x, final.stride, hidden_positions_, ir_.hp.n_embd, b.hidden,
                      ir_.hp.n_embd);
   if (logits_positions_.empty() || logits_positions_.size() == selected_rows_.size()) {
-    return normed;
+    return final;
   }
-  // Some selected rows want no logits: gather the others into the head's scratch value (the
-  // final norm's input, consumed by now), so that the head multiplies only those rows.
+  // Some selected rows want no logits: gather the others into the head's scratch value (free by
+  // now), so that the head computes only those rows.
   float* compact = value(ir_.head_scratch);
   const size_t compact_stride = ir_.width(ir_.head_scratch);
-  backend_.copy_rows(normed.x, normed.stride, logits_positions_, head.input.width, compact,
+  backend_.copy_rows(final.x, final.stride, logits_positions_, ir_.hp.n_embd, compact,
                      compact_stride);
   return HeadInput{compact, compact_stride};
+}
+
+const int32_t* DecoderModel::embed_ids(const ForwardBatch& b, EmbedSource source) const {
+  switch (source) {
+    case EmbedSource::kPositions:
+      return position_ids_.data();
+    case EmbedSource::kTokenTypes:
+      return b.token_types.empty() ? zero_types_.data() : b.token_types.data();
+    case EmbedSource::kTokens:
+      break;
+  }
+  return b.tokens.data();
 }
 
 Status DecoderModel::forward(const ForwardBatch& b) {
@@ -203,6 +243,8 @@ Status DecoderModel::forward(const ForwardBatch& b) {
   for (const ForwardSequence& s : b.sequences) {
     for (size_t i = 0; i < s.n_rows; ++i) {
       positions_[s.first_row + i] = static_cast<int64_t>(s.n_past + i);
+      position_ids_[s.first_row + i] = static_cast<int32_t>(s.n_past + i);
+      sequence_ends_[s.first_row + i] = static_cast<int64_t>(s.n_past + s.n_rows - 1);
     }
   }
   sequence_rows_.resize(b.sequences.size());
@@ -217,19 +259,31 @@ Status DecoderModel::forward(const ForwardBatch& b) {
     }
   };
 
+  // Where the ops on the logits rows read the final hidden state (set at the first of them).
+  std::optional<HeadInput> head_input;
   for (const PlanRegion& region : plan_.regions) {
     for (const PlanOp& p : region.ops) {
       const IrOp& op = p.op;
-      size_t rows = op.rows == RowSpace::kOutput ? n_out : n;
-      const bool writes_logits = op.output.value == ir_.logits;
-      const bool head = writes_logits && op.kind == BackendOp::kMatmul;
-      HeadInput head_input{};
-      if (head && rows != 0) head_input = take_hidden_rows(b, op);
-      if (writes_logits) rows = b.output_rows.size();
+      const size_t rows = op.rows == RowSpace::kTokens   ? n
+                          : op.rows == RowSpace::kOutput ? n_out
+                                                         : b.output_rows.size();
+      if (op.rows == RowSpace::kLogits && !head_input && n_out != 0) {
+        head_input = take_hidden_rows(b);
+      }
       if (rows == 0) continue;
+      const bool head =
+          op.rows == RowSpace::kLogits && op.input.value == ir_.final_hidden && op.input.width != 0;
       switch (op.kind) {
         case BackendOp::kEmbed:
-          backend_.embed(p.matrices[0], b.tokens.data(), n, ptr(op.output), stride(op.output));
+          backend_.embed(p.matrices[0], embed_ids(b, op.embed_source), n, ptr(op.output),
+                         stride(op.output));
+          break;
+        case BackendOp::kLayerNorm:
+          backend_.layer_norm(ptr(op.input), stride(op.input), rows, op.input.width, p.vector,
+                              p.vector2, op.eps, ptr(op.output), stride(op.output));
+          break;
+        case BackendOp::kGelu:
+          backend_.gelu(ptr(op.output), stride(op.output), rows, op.output.width, op.gelu);
           break;
         case BackendOp::kRmsNorm:
           backend_.rms_norm(ptr(op.input), stride(op.input), rows, op.n_segments,
@@ -245,9 +299,9 @@ Status DecoderModel::forward(const ForwardBatch& b) {
           }
           SYN_RETURN_IF_ERROR(
               ensure_scratch(backend_.matmul_scratch_bytes(p.matrices, rows, mode)));
-          backend_.matmul(std::span(outputs.data(), p.matrices.size()),
-                          head ? head_input.x : ptr(op.input),
-                          head ? head_input.stride : stride(op.input), rows, scratch_.span(), mode);
+          backend_.matmul(
+              std::span(outputs.data(), p.matrices.size()), head ? head_input->x : ptr(op.input),
+              head ? head_input->stride : stride(op.input), rows, scratch_.span(), mode);
           break;
         }
         case BackendOp::kMoe: {
@@ -294,7 +348,9 @@ Status DecoderModel::forward(const ForwardBatch& b) {
           set_layer(op.layer);
           const AttentionParams params{op.n_heads,         op.n_kv_heads, op.head_dim,
                                        op.attention_scale, op.softcap,    op.window};
-          backend_.attention(ptr(op.input), stride(op.input), positions_.data(), ptr(op.output),
+          // A bidirectional row sees its whole sequence: its last key is the sequence's last.
+          backend_.attention(ptr(op.input), stride(op.input),
+                             op.causal ? positions_.data() : sequence_ends_.data(), ptr(op.output),
                              stride(op.output), sequence_rows_, kv, params);
           break;
         }
@@ -323,6 +379,8 @@ Status DecoderModel::forward(const ForwardBatch& b) {
       }
     }
   }
+  // A model without ops on the logits rows (an embedding encoder) still answers hidden rows.
+  if (!head_input && n_out != 0) take_hidden_rows(b);
   backend_.sync();
   return ok_status();
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// A loaded decoder model (llama, qwen2, qwen3, ...): the file, its hyper-parameters, its verified
-// IR and the execution plan for one backend, and the forward pass that runs the plan over a batch
-// of token rows from one or more sequences. Loading checks every expected tensor and verifies the
-// IR, so an unsupported model fails before any token runs.
+// A loaded model of any architecture (decoders such as llama, qwen2, gemma; encoders such as
+// bert): the file, its hyper-parameters, its verified IR and the execution plan for one backend,
+// and the forward pass that runs the plan over a batch of token rows from one or more sequences.
+// Loading checks every expected tensor and verifies the IR, so an unsupported model fails before
+// any token runs. A bidirectional encoder runs each sequence whole in one forward pass.
 //
 // The model does not own KV memory: the runtime's paged cache passes each sequence's page tables
 // per layer. Activation buffers are the model's own, grown to the largest batch seen (no
@@ -27,7 +28,8 @@ namespace synapse {
 struct DecoderOptions {
   uint32_t n_ctx = 0;  // tokens per sequence; 0: the model's training context, at most 4096
   TensorType kv_type = TensorType::kF32;
-  MatmulMode matmul_mode;  // quantized activations by default
+  MatmulMode matmul_mode;           // quantized activations by default
+  GeluForm gelu = GeluForm::kTanh;  // encoders' GELU (the F16 table: parity with llama.cpp)
 };
 
 // The rows [first_row, first_row + n_rows) of a step belong to one sequence with n_past tokens
@@ -50,6 +52,8 @@ struct ForwardBatch {
   // Rows that want only this skip the output head.
   std::span<const uint32_t> hidden_rows;
   float* hidden = nullptr;  // hidden_rows.size() rows of n_embd floats
+  // One token type (segment id) per row, for models with token-type embeddings; empty: all 0.
+  std::span<const int32_t> token_types;
 };
 
 class DecoderModel {
@@ -68,6 +72,11 @@ class DecoderModel {
   Backend& backend() const { return backend_; }
   uint32_t n_ctx() const { return ir_.n_ctx; }
   uint32_t n_vocab() const { return ir_.hp.n_vocab; }
+  // Floats per logits row: n_vocab for a decoder, the labels of a cross-encoder's classifier,
+  // 0 for a model without an output head (it answers hidden states only).
+  uint32_t n_logits() const { return ir_.n_logits(); }
+  // Attention sees the whole sequence: a sequence runs in one forward pass, from position 0.
+  bool bidirectional() const { return ir_.bidirectional; }
   uint32_t n_layer() const { return ir_.hp.n_layer; }
   uint32_t n_embd() const { return ir_.hp.n_embd; }
   KvFormat kv_format(size_t page_tokens) const;
@@ -84,13 +93,16 @@ class DecoderModel {
   Status validate(const ForwardBatch& batch) const;
   // The rows that run past the last block: output_rows, or their union with hidden_rows.
   std::span<const uint32_t> select_rows(const ForwardBatch& batch);
-  // Before the output head: copies the hidden rows out and returns the head's input, compacted
-  // to the logits rows when they are not all of the selected rows.
+  // Before the first op on the logits rows (or at the end, for a model without a head): copies
+  // the hidden rows out and returns where the head reads the final hidden state, compacted to
+  // the logits rows when they are not all of the selected rows.
   struct HeadInput {
     const float* x = nullptr;
     size_t stride = 0;
   };
-  HeadInput take_hidden_rows(const ForwardBatch& batch, const IrOp& head);
+  HeadInput take_hidden_rows(const ForwardBatch& batch);
+  // The ids a kEmbed op looks up for each row.
+  const int32_t* embed_ids(const ForwardBatch& batch, EmbedSource source) const;
   float* value(IrValueId v) { return values_[v]; }
 
   std::unique_ptr<ModelFile> file_;
@@ -106,6 +118,11 @@ class DecoderModel {
   std::vector<float*> values_;
   BackendBuffer scratch_;
   std::vector<int64_t> positions_;
+  // Per row: its position as an embedding id, its sequence's last position (the last key a
+  // bidirectional attention row sees), and token type 0 for callers that give none.
+  std::vector<int32_t> position_ids_;
+  std::vector<int64_t> sequence_ends_;
+  std::vector<int32_t> zero_types_;
   std::vector<SequenceRows> sequence_rows_;
   // Reused by forward() when hidden rows are asked for: the selected rows and where the logits
   // and hidden rows sit among them.

@@ -59,7 +59,8 @@ GraphBuilder::GraphBuilder(const HParams& hp, const ModelFile& file, const Graph
   out_hidden_ = ir_.add_value("out_hidden", hp.n_embd, RowSpace::kOutput);
   out_normed_ = ir_.add_value("out_normed", hp.n_embd, RowSpace::kOutput);
   ir_.logits = ir_.add_value("logits", hp.n_vocab, RowSpace::kOutput);
-  ir_.head_scratch = out_hidden_;
+  ir_.final_hidden = out_hidden_;
+  ir_.head_scratch = out_normed_;
 }
 
 IrWeight GraphBuilder::weight(const std::string& name, std::vector<uint64_t> expected_shape) const {
@@ -418,9 +419,12 @@ void GraphBuilder::output_head(float final_softcap, const std::string& norm_weig
   norm.rows = RowSpace::kOutput;
   r.ops.push_back(std::move(norm));
 
+  ir_.final_hidden = out_normed_;
+  ir_.head_scratch = out_hidden_;  // consumed by the final norm
+
   IrOp head;
   head.kind = BackendOp::kMatmul;
-  head.rows = RowSpace::kOutput;
+  head.rows = RowSpace::kLogits;
   const bool tied = !has("output.weight");
   head.label = tied ? "output (tied to token_embd)" : "output";
   head.input = {out_normed_, 0, d};
@@ -432,7 +436,7 @@ void GraphBuilder::output_head(float final_softcap, const std::string& norm_weig
     IrOp cap;
     cap.kind = BackendOp::kSoftcap;
     cap.label = "final soft-cap";
-    cap.rows = RowSpace::kOutput;
+    cap.rows = RowSpace::kLogits;
     cap.input = {ir_.logits, 0, hp_.n_vocab};
     cap.output = cap.input;
     cap.softcap = final_softcap;

@@ -19,6 +19,7 @@ namespace synapse {
 struct GraphOptions {
   uint32_t n_ctx = 0;  // tokens per sequence
   TensorType kv_type = TensorType::kF32;
+  GeluForm gelu = GeluForm::kTanh;  // how kGelu ops evaluate GELU (encoders' feed-forward)
 };
 
 struct AttentionBlockOptions {
@@ -74,6 +75,20 @@ class GraphBuilder {
   void output_head(float final_softcap = 0.0f,
                    const std::string& norm_weight = "output_norm.weight");
 
+  // Encoders (BERT's layout; see graph_encoder_blocks.cc). The sum of the token, token-type and
+  // learned position embeddings, then LayerNorm (token_embd_norm).
+  void summed_embedding();
+  // hidden = LayerNorm(hidden + W_o attention(W_qkv hidden + b)) with biases everywhere;
+  // attention over the whole sequence unless the model says it is causal.
+  void post_norm_attention_block(uint32_t b);
+  // hidden = LayerNorm(hidden + W_down gelu(W_up hidden + b) + b).
+  void post_norm_feed_forward_block(uint32_t b, GeluForm gelu);
+  // No output head: the model answers the final hidden states (the last block's output) only.
+  void hidden_state_output();
+  // A cross-encoder's classifier on the final hidden state: out(tanh(dense(x))), either part
+  // optional (cls.weight|bias, cls.output.weight|bias); at least one must be in the file.
+  void classifier_head();
+
   ModelIr finish() { return std::move(ir_); }
 
  private:
@@ -92,6 +107,13 @@ class GraphBuilder {
   // A kKvStore of `input` (its halves as k and v) into block b's pages.
   IrOp kv_store_op(uint32_t b, IrSlice input, uint32_t heads, uint32_t head_dim);
   IrOp norm_op(const char* label, IrSlice in, IrSlice out, const std::string& weight_name);
+  // LayerNorm with <prefix>.weight and <prefix>.bias.
+  IrOp layer_norm_op(const char* label, IrSlice in, IrSlice out, const std::string& prefix,
+                     RowSpace rows);
+  // A kMatmul of one weight, then its bias when the file has `<prefix>.bias` (or always when
+  // `bias_required`), appended to r.
+  void linear(IrRegion& r, const std::string& prefix, IrSlice in, IrSlice out, RowSpace rows,
+              bool bias_required);
   // The values and rows a feed-forward of block b reads (hidden) and normalizes into (normed).
   struct FfnFrame {
     IrValueId hidden, normed;

@@ -25,8 +25,15 @@
 
 namespace synapse {
 
-// Which rows a value holds: every token of the step, or the selected output rows.
-enum class RowSpace : uint8_t { kTokens, kOutput };
+// Which rows a value holds: every token of the step, or the selected output rows (those whose
+// logits or final hidden states are wanted). An op may also run on kLogits: only the output
+// rows whose logits are wanted (the head after the final hidden state), which it reads compacted
+// when some selected rows want only their hidden state.
+enum class RowSpace : uint8_t { kTokens, kOutput, kLogits };
+
+// What a kEmbed op looks up per row: the token id, the row's position in its sequence (learned
+// absolute positions), or the token type (BERT's segment ids; 0 unless the caller gives them).
+enum class EmbedSource : uint8_t { kTokens, kPositions, kTokenTypes };
 
 using IrValueId = uint32_t;
 
@@ -77,14 +84,17 @@ struct IrOp {
   IrSlice output;  // kAdd: the value added to; kKvStore: unused
   std::vector<IrWeight> weights;
   // Attributes, by kind.
-  uint32_t n_segments = 1;   // kRmsNorm: segments of input.width / n_segments per row
-  float eps = 0.0f;          // kRmsNorm
-  uint32_t n_heads = 0;      // kRope: heads rotated; kAttention: query heads
-  uint32_t n_kv_heads = 0;   // kAttention, kKvStore
-  uint32_t head_dim = 0;     // kRope, kAttention, kKvStore
-  uint32_t layer = 0;        // kKvStore, kAttention, kShortConv: which block's cache
-  uint32_t conv_kernel = 0;  // kShortConv: taps (the weight is [conv_kernel, width])
-  RopeParams rope{};         // kRope (freq_factors resolved at lowering from weights[0], if any)
+  uint32_t n_segments = 1;  // kRmsNorm: segments of input.width / n_segments per row
+  float eps = 0.0f;         // kRmsNorm, kLayerNorm (weights: [scale] or [scale, bias])
+  EmbedSource embed_source = EmbedSource::kTokens;  // kEmbed
+  bool causal = true;               // kAttention: false sees the whole sequence (bidirectional)
+  GeluForm gelu = GeluForm::kTanh;  // kGelu
+  uint32_t n_heads = 0;             // kRope: heads rotated; kAttention: query heads
+  uint32_t n_kv_heads = 0;          // kAttention, kKvStore
+  uint32_t head_dim = 0;            // kRope, kAttention, kKvStore
+  uint32_t layer = 0;               // kKvStore, kAttention, kShortConv: which block's cache
+  uint32_t conv_kernel = 0;         // kShortConv: taps (the weight is [conv_kernel, width])
+  RopeParams rope{};  // kRope (freq_factors resolved at lowering from weights[0], if any)
   float attention_scale = 0.0f;  // kAttention
   float softcap = 0.0f;          // kAttention: score soft-cap; kSoftcap: the cap
   uint32_t window = 0;           // kAttention: sliding window (0: the whole context)
@@ -104,7 +114,15 @@ struct ModelIr {
   uint32_t n_ctx = 0;                     // tokens per sequence this model is run with
   TensorType kv_type = TensorType::kF32;  // the KV cache's element type
   std::vector<IrValueInfo> values;
-  IrValueId logits = 0;  // n_vocab per output row: the caller's buffer, not allocated
+  IrValueId logits = 0;  // n_logits() per output row: the caller's buffer, not allocated
+  // The final hidden state (n_embd per output row) that embedding requests pool: the residual
+  // stream after the final norm, or after the last block where there is none. The head reads it.
+  IrValueId final_hidden = 0;
+  // Whether the model has an output head (a decoder's vocabulary projection, a cross-encoder's
+  // classifier); an embedding-only encoder has none and answers hidden states only.
+  bool has_logits = true;
+  // Attention sees the whole sequence: each sequence runs in one step, from position 0.
+  bool bidirectional = false;
   // An output-row value of n_embd the output head may use as scratch after the final norm has
   // read it (to compact the rows whose logits are wanted).
   IrValueId head_scratch = 0;
@@ -114,6 +132,7 @@ struct ModelIr {
   std::vector<IrRegion> regions;
 
   uint32_t width(IrValueId v) const { return values.at(v).width; }
+  uint32_t n_logits() const { return has_logits ? width(logits) : 0; }
   const std::string& value_name(IrValueId v) const { return values.at(v).name; }
   IrValueId add_value(std::string name, uint32_t width, RowSpace rows = RowSpace::kTokens) {
     values.push_back(IrValueInfo{std::move(name), width, rows});

@@ -57,12 +57,14 @@ Status verify_geometry(const ModelIr& ir) {
                           "key length " + std::to_string(hp.head_dim_k) + " and value length " +
                               std::to_string(hp.head_dim_v) + " must be equal and non-zero");
   }
-  if (hp.n_rot % 2 != 0 || hp.n_rot > hp.head_dim_k) {
+  if (hp.rope_layout != RopeLayout::kNone && (hp.n_rot % 2 != 0 || hp.n_rot > hp.head_dim_k)) {
     return geometry_error("rope.dimension_count", "rotary dimensions " + std::to_string(hp.n_rot) +
                                                       " must be even and at most the head size " +
                                                       std::to_string(hp.head_dim_k));
   }
-  if (!(hp.rope_freq_base > 0.0f)) return geometry_error("rope.freq_base", "must be positive");
+  if (hp.rope_layout != RopeLayout::kNone && !(hp.rope_freq_base > 0.0f)) {
+    return geometry_error("rope.freq_base", "must be positive");
+  }
   if (hp.rope_scaling != RopeScaling::kNone && !(hp.rope_scaling_factor > 0.0f)) {
     return geometry_error("rope.scaling.factor", "must be positive");
   }
@@ -161,9 +163,17 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
       return verify_moe(ir, region, op, be);
     case BackendOp::kEmbed: {
       const IrWeight& w = op.weights.at(0);
-      if (w.shape.size() != 2 || w.shape[0] != op.output.width || w.shape[1] != ir.hp.n_vocab) {
-        return bad_shape(
-            w, "[" + std::to_string(op.output.width) + ", " + std::to_string(ir.hp.n_vocab) + "]");
+      // Rows the ids can reach: the vocabulary, the token types, or every position of the
+      // context (a table may be longer than the context it is run with).
+      const uint64_t rows = op.embed_source == EmbedSource::kTokens       ? ir.hp.n_vocab
+                            : op.embed_source == EmbedSource::kTokenTypes ? ir.hp.n_token_types
+                                                                          : ir.n_ctx;
+      const bool rows_ok =
+          w.shape.size() == 2 &&
+          (op.embed_source == EmbedSource::kPositions ? w.shape[1] >= rows : w.shape[1] == rows);
+      if (!rows_ok || w.shape[0] != op.output.width) {
+        return bad_shape(w, "[" + std::to_string(op.output.width) + ", " + std::to_string(rows) +
+                                (op.embed_source == EmbedSource::kPositions ? "+" : "") + "]");
       }
       if (!be.supports(bop, w.type)) return unsupported(bop, w.type, w.name);
       return ok_status();
@@ -188,10 +198,17 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
       return ok_status();
     }
     case BackendOp::kRmsNorm:
+    case BackendOp::kLayerNorm:
     case BackendOp::kAddBias:
     case BackendOp::kRope: {
       uint64_t expected = 0;
-      if (op.kind == BackendOp::kRmsNorm) {
+      if (op.kind == BackendOp::kLayerNorm) {
+        if (op.weights.empty() || op.weights.size() > 2 || op.input.width != op.output.width) {
+          return Status(ErrorCode::kBadShape,
+                        where(region, op) + ": a layer norm takes a scale and an optional bias");
+        }
+        expected = op.input.width;
+      } else if (op.kind == BackendOp::kRmsNorm) {
         if (op.n_segments == 0 || op.input.width % op.n_segments != 0) {
           return Status(ErrorCode::kBadShape, where(region, op) + ": bad segment count");
         }
@@ -310,11 +327,15 @@ Result<ExecutionPlan> lower_ir(const ModelIr& ir, Backend& backend, MatmulMode m
           p.matrices.push_back(m);
         }
         type = op.weights.front().type;
-      } else if (!op.weights.empty()) {
-        const TensorView& v = *op.weights.front().view;
-        SYN_ASSIGN_OR_RETURN(
-            p.vector,
-            backend.prepare_vector(v.type, v.data.data(), static_cast<size_t>(v.element_count())));
+      } else {
+        // Vector weights (norm scale and bias, bias, RoPE factors), as F32 in the backend.
+        for (size_t i = 0; i < op.weights.size() && i < 2; ++i) {
+          const TensorView& v = *op.weights[i].view;
+          SYN_ASSIGN_OR_RETURN(const float* f,
+                               backend.prepare_vector(v.type, v.data.data(),
+                                                      static_cast<size_t>(v.element_count())));
+          (i == 0 ? p.vector : p.vector2) = f;
+        }
       }
       if (op.kind == BackendOp::kKvStore || op.kind == BackendOp::kAttention ||
           op.kind == BackendOp::kShortConv) {
@@ -361,6 +382,7 @@ std::string format_plan(const ModelIr& ir, const ExecutionPlan& plan) {
       const IrOp& op = p.op;
       out << "  " << backend_op_name(op.kind) << " '" << op.label << "'";
       if (op.rows == RowSpace::kOutput) out << " (output rows)";
+      if (op.rows == RowSpace::kLogits) out << " (logits rows)";
       out << ": ";
       if (op.input.width != 0) out << slice(op.input) << " -> ";
       out << (op.kind == BackendOp::kKvStore

@@ -22,7 +22,8 @@ struct PlanOp {
   // kEmbed, kMatmul: the matrices in the IR's weight order. kMoe: the router, then the n_expert
   // gate matrices, the up matrices and the down matrices (slices of the 3-D expert tensors).
   std::vector<WeightMatrix> matrices;
-  const float* vector = nullptr;  // kRmsNorm weight, kAddBias bias, kRope freq factors
+  const float* vector = nullptr;   // kRmsNorm/kLayerNorm weight, kAddBias bias, kRope factors
+  const float* vector2 = nullptr;  // kLayerNorm bias (null: none)
 };
 
 struct PlanRegion {

@@ -73,6 +73,11 @@ struct AttentionParams {
   size_t window;
 };
 
+// How GELU (tanh form) is evaluated: exactly, or through llama.cpp's table of half-precision
+// values (ggml's GGML_GELU_FP16), which differs by up to ~1e-3 relative per activation; the
+// table is for parity studies against llama.cpp's own outputs.
+enum class GeluForm : uint8_t { kTanh, kTanhF16Table };
+
 // The first key a window leaves visible among n_keys (0 without a window).
 constexpr size_t first_visible_key(size_t n_keys, size_t window) {
   return window > 0 && n_keys > window ? n_keys - window : 0;

@@ -7,7 +7,22 @@ namespace synapse {
 namespace {
 
 size_t rows_wanted(LogitsWanted wanted, size_t n_tokens) {
-  return wanted == LogitsWanted::kAll ? n_tokens : wanted == LogitsWanted::kLast ? 1 : 0;
+  return wanted == LogitsWanted::kAll ? n_tokens : wanted == LogitsWanted::kNone ? 0 : 1;
+}
+
+// Whether token `index` of an input of `n_tokens` is a row `wanted` asks for.
+bool row_wanted(LogitsWanted wanted, size_t index, size_t n_tokens) {
+  switch (wanted) {
+    case LogitsWanted::kAll:
+      return true;
+    case LogitsWanted::kLast:
+      return index + 1 == n_tokens;
+    case LogitsWanted::kFirst:
+      return index == 0;
+    case LogitsWanted::kNone:
+      break;
+  }
+  return false;
 }
 
 }  // namespace
@@ -22,6 +37,8 @@ Engine::Engine(DecoderModel& model, const EngineConfig& config)
 
 Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
   const size_t n_vocab = model_.n_vocab();
+  const size_t n_logits = model_.n_logits();
+  const bool whole = model_.bidirectional();
   // Validate all inputs before changing anything.
   size_t out_rows = 0, hidden_rows = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -52,6 +69,21 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
                         " tokens, the context is " + std::to_string(cache_.n_ctx()),
                     ErrorWhere{.field = "context"});
     }
+    if (whole && cache_.n_tokens(in.sequence) != 0) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "a bidirectional model runs each sequence whole: sequence " +
+                        std::to_string(in.sequence) + " already holds tokens",
+                    ErrorWhere{.field = "sequence"});
+    }
+    if (!in.token_types.empty() && in.token_types.size() != in.tokens.size()) {
+      return Status(ErrorCode::kInvalidArgument, "token types and tokens differ in length",
+                    ErrorWhere{.field = "token_types"});
+    }
+    if (in.logits != LogitsWanted::kNone && n_logits == 0) {
+      return Status(ErrorCode::kUnsupported,
+                    "the model has no output head: it answers hidden states (embeddings) only",
+                    ErrorWhere{.field = "logits"});
+    }
     if ((in.logits != LogitsWanted::kNone || in.hidden != LogitsWanted::kNone) &&
         in.tokens.empty()) {
       return Status(ErrorCode::kInvalidArgument, "outputs asked for an input without tokens",
@@ -63,8 +95,8 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
   for (const StepInput& in : inputs) {
     SYN_RETURN_IF_ERROR(cache_.reserve(in.sequence, in.tokens.size()));
   }
-  out.n_vocab = n_vocab;
-  out.logits.resize(out_rows * n_vocab);
+  out.n_logits = n_logits;
+  out.logits.resize(out_rows * n_logits);
   out.first_row.assign(inputs.size(), 0);
   out.n_rows.assign(inputs.size(), 0);
   out.n_embd = model_.n_embd();
@@ -81,6 +113,8 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
     sequence_ids_.clear();
     output_rows_.clear();
     hidden_rows_.clear();
+    token_types_.clear();
+    bool any_types = false;
     const size_t first_written = written_rows;
     const size_t first_hidden = written_hidden;
     while (input < inputs.size() && tokens_.size() < config_.max_batch_tokens) {
@@ -89,23 +123,35 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
         out.first_row[input] = written_rows;
         out.hidden_first_row[input] = written_hidden;
       }
-      const size_t take =
-          std::min(in.tokens.size() - offset, config_.max_batch_tokens - tokens_.size());
+      size_t take = std::min(in.tokens.size() - offset, config_.max_batch_tokens - tokens_.size());
+      if (whole && take < in.tokens.size()) {
+        // Unsplit: into the next pass, or alone in one of its own length.
+        if (!tokens_.empty()) break;
+        take = in.tokens.size();
+      }
       if (take > 0) {
         const size_t first_row = tokens_.size();
         const std::span<const int32_t> piece = in.tokens.subspan(offset, take);
         tokens_.insert(tokens_.end(), piece.begin(), piece.end());
+        if (!in.token_types.empty()) {
+          // Earlier inputs of this pass without types are type 0.
+          if (!any_types) token_types_.assign(first_row, 0);
+          any_types = true;
+          const std::span<const int32_t> types = in.token_types.subspan(offset, take);
+          token_types_.insert(token_types_.end(), types.begin(), types.end());
+        } else if (any_types) {
+          token_types_.insert(token_types_.end(), take, 0);
+        }
         sequences_.push_back(ForwardSequence{first_row, take, cache_.n_tokens(in.sequence),
                                              cache_.layer_views(in.sequence)});
         sequence_ids_.push_back(in.sequence);
         for (size_t r = 0; r < take; ++r) {
-          const bool last = offset + r + 1 == in.tokens.size();
-          if (in.logits == LogitsWanted::kAll || (in.logits == LogitsWanted::kLast && last)) {
+          if (row_wanted(in.logits, offset + r, in.tokens.size())) {
             output_rows_.push_back(static_cast<uint32_t>(first_row + r));
             ++out.n_rows[input];
             ++written_rows;
           }
-          if (in.hidden == LogitsWanted::kAll || (in.hidden == LogitsWanted::kLast && last)) {
+          if (row_wanted(in.hidden, offset + r, in.tokens.size())) {
             hidden_rows_.push_back(static_cast<uint32_t>(first_row + r));
             ++out.hidden_n_rows[input];
             ++written_hidden;
@@ -123,7 +169,8 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
     batch.tokens = tokens_;
     batch.sequences = sequences_;
     batch.output_rows = output_rows_;
-    batch.logits = out.logits.data() + first_written * n_vocab;
+    batch.logits = out.logits.data() + first_written * n_logits;
+    batch.token_types = token_types_;
     batch.page_tokens = cache_.page_tokens();
     batch.hidden_rows = hidden_rows_;
     batch.hidden = out.hidden.data() + first_hidden * out.n_embd;

@@ -18,7 +18,9 @@
 
 namespace synapse {
 
-enum class LogitsWanted : uint8_t { kNone, kLast, kAll };
+// Which rows of an input want an output: none, the last (generation), the first (a
+// bidirectional encoder's CLS row), or all.
+enum class LogitsWanted : uint8_t { kNone, kLast, kAll, kFirst };
 
 struct StepInput {
   SeqId sequence = 0;
@@ -27,13 +29,17 @@ struct StepInput {
   // Which rows' final hidden states (after the final norm: what embedding models pool) are
   // wanted, with the same choices. A row that wants only its hidden state skips the output head.
   LogitsWanted hidden = LogitsWanted::kNone;
+  // One token type per token (models with token-type embeddings, e.g. a cross-encoder's query
+  // and document); empty: all 0.
+  std::span<const int32_t> token_types = {};
 };
 
-// Logits of a step: rows of n_vocab floats; input i owns rows [first_row[i], first_row[i] +
-// n_rows[i]) (n_rows 0 for kNone, 1 for kLast, its token count for kAll). Hidden states
+// Logits of a step: rows of n_logits floats (the vocabulary, or a classifier's labels); input i
+// owns rows [first_row[i], first_row[i] + n_rows[i]) (n_rows 0 for kNone, 1 for kLast and kFirst,
+// its token count for kAll). Hidden states
 // likewise: rows of n_embd floats, input i owning [hidden_first_row[i], ... + hidden_n_rows[i]).
 struct StepOutput {
-  size_t n_vocab = 0;
+  size_t n_logits = 0;
   std::vector<float> logits;
   std::vector<size_t> first_row;
   std::vector<size_t> n_rows;
@@ -41,7 +47,7 @@ struct StepOutput {
   std::vector<float> hidden;
   std::vector<size_t> hidden_first_row;
   std::vector<size_t> hidden_n_rows;
-  std::span<const float> row(size_t r) const { return {logits.data() + r * n_vocab, n_vocab}; }
+  std::span<const float> row(size_t r) const { return {logits.data() + r * n_logits, n_logits}; }
   // The last logits row of input i (it must have asked for logits).
   std::span<const float> last(size_t i) const { return row(first_row[i] + n_rows[i] - 1); }
   // Input i's hidden rows, back to back (hidden_n_rows[i] * n_embd floats).
@@ -67,7 +73,9 @@ class Engine {
 
   // Runs the inputs (distinct sequences). Validates everything (sequences exist, token ids in
   // the vocabulary, context) and reserves KV pages before any forward pass runs; a sequence is
-  // only advanced by the tokens that ran.
+  // only advanced by the tokens that ran. On a bidirectional model each input must be a whole
+  // sequence (an empty one before the step) and runs unsplit, alone in a pass if it is longer
+  // than max_batch_tokens.
   Status step(std::span<const StepInput> inputs, StepOutput& out);
 
   DecoderModel& model() { return model_; }
@@ -84,6 +92,7 @@ class Engine {
   std::vector<SeqId> sequence_ids_;
   std::vector<uint32_t> output_rows_;
   std::vector<uint32_t> hidden_rows_;
+  std::vector<int32_t> token_types_;  // empty when no input of the pass has types
 };
 
 // One sequence on an Engine: prefill a prompt, then decode token by token.

@@ -70,15 +70,12 @@ std::deque<EmbeddingQueue::Entry> EmbeddingQueue::pop_batch(size_t max_inputs) {
   return batch;
 }
 
-EmbeddingService::EmbeddingService(std::unique_ptr<Embedder> embedder,
+EmbeddingService::EmbeddingService(std::unique_ptr<EmbeddingRuntime> runtime,
                                    EmbeddingServiceConfig config)
-    : embedder_(std::move(embedder)),
-      config_(config),
-      pool_(std::max(1, config.threads)),
-      queue_(config.weights) {
-  n_embd_ = embedder_->n_embd();
-  n_ctx_ = embedder_->model().hparams().n_ctx_train;
-  can_rerank_ = embedder_->can_rerank();
+    : runtime_(std::move(runtime)), config_(config), queue_(config.weights) {
+  n_embd_ = runtime_->embedder().n_embd();
+  n_ctx_ = runtime_->n_ctx();
+  can_rerank_ = runtime_->embedder().can_rerank();
   executor_ = std::thread([this] { loop(); });
 }
 
@@ -170,14 +167,14 @@ void EmbeddingService::run_one(Entry& entry) {
   EmbeddingTicket& ticket = *entry.ticket;
   if (job.kind == EmbeddingJob::Kind::kRerank) {
     Result<RerankResult> r =
-        embedder_->rerank(job.query, job.texts, job.top_n, job.options.truncate, pool_);
+        runtime_->embedder().rerank(job.query, job.texts, job.top_n, job.options.truncate);
     if (!r.ok()) return ticket.finish(r.status());
     ticket.rerank_ = std::move(*r);
     return ticket.finish(ok_status());
   }
   Result<EmbedResult> r = job.kind == EmbeddingJob::Kind::kEmbedText
-                              ? embedder_->embed(job.texts, job.options, pool_)
-                              : embedder_->embed_tokens(job.tokens, job.options, pool_);
+                              ? runtime_->embedder().embed(job.texts, job.options)
+                              : runtime_->embedder().embed_tokens(job.tokens, job.options);
   if (!r.ok()) return ticket.finish(r.status());
   ticket.embed_ = std::move(*r);
   ticket.finish(ok_status());
@@ -193,8 +190,8 @@ void EmbeddingService::run_group(std::vector<Entry*>& group) {
     for (std::vector<int32_t>& t : e->job.tokens) tokens.push_back(t);
   }
   const EmbedOptions& options = group.front()->job.options;
-  Result<EmbedResult> all = text ? embedder_->embed(texts, options, pool_)
-                                 : embedder_->embed_tokens(tokens, options, pool_);
+  Result<EmbedResult> all = text ? runtime_->embedder().embed(texts, options)
+                                 : runtime_->embedder().embed_tokens(tokens, options);
   if (!all.ok()) {
     // One request's input is bad: run each alone, so that each error names its own input.
     for (Entry* e : group) run_one(*e);

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The embedding side of `synapse serve`: one executor thread owns the Embedder (and the thread
-// pool its forward passes use) and runs embedding and rerank requests for the HTTP threads,
-// which only parse, submit and wait. Requests waiting at the same time are run together: every
-// queued embedding request with the same options (pooling, normalization, truncation, text or
-// token ids) goes into one Embedder call, which packs all their inputs into shared forward passes;
-// should that call fail, each request runs again alone so that the error names its own input.
-// Rerank requests run one at a time. The queue is bounded (submit answers queue_full, HTTP 429
-// with Retry-After); a request cancelled before its turn (its client went away) is skipped.
-// Waiting requests are taken by class (EmbeddingQueue): interactive before batch before
-// background while inputs are short, shared by weight (as serve::Scheduler does) when all wait.
+// The embedding side of `synapse serve` for an encoder model: one executor thread owns the
+// EmbeddingRuntime (the model on its Engine, through the Model IR like any model) and runs
+// embedding and rerank requests for the HTTP threads, which only parse, submit and wait. Requests
+// waiting at the same time are run together: every queued embedding request with the same options
+// (pooling, normalization, truncation, text or token ids) goes into one Embedder call, which packs
+// all their inputs into shared forward passes; should that call fail, each request runs again alone
+// so that the error names its own input. Rerank requests run one at a time. The queue is bounded
+// (submit answers queue_full, HTTP 429 with Retry-After); a request cancelled before its turn (its
+// client went away) is skipped. Waiting requests are taken by class (EmbeddingQueue): interactive
+// before batch before background while inputs are short, shared by weight (as serve::Scheduler
+// does) when all wait.
 #pragma once
 
 #include <array>
@@ -25,7 +26,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
-#include "encoder/embedder.h"
+#include "encoder/embedding_runtime.h"
 #include "serve/request.h"
 
 namespace synapse::serve {
@@ -33,7 +34,6 @@ namespace synapse::serve {
 struct EmbeddingServiceConfig {
   size_t max_queued = 64;          // requests waiting for the executor; more get queue_full
   size_t max_batch_inputs = 1024;  // inputs merged into one Embedder call (one request may exceed)
-  int threads = 1;                 // the forward passes' thread pool
   // Each class's share of the executor's inputs while several wait (SchedulerConfig's defaults).
   std::array<uint32_t, kRequestClassCount> weights = {16, 4, 1};
 };
@@ -104,7 +104,7 @@ class EmbeddingQueue {
 
 class EmbeddingService {
  public:
-  EmbeddingService(std::unique_ptr<Embedder> embedder, EmbeddingServiceConfig config);
+  EmbeddingService(std::unique_ptr<EmbeddingRuntime> runtime, EmbeddingServiceConfig config);
   ~EmbeddingService();  // shutdown()
   EmbeddingService(const EmbeddingService&) = delete;
   EmbeddingService& operator=(const EmbeddingService&) = delete;
@@ -127,9 +127,8 @@ class EmbeddingService {
   void run_group(std::vector<Entry*>& group);
   void run_one(Entry& entry);
 
-  std::unique_ptr<Embedder> embedder_;
+  std::unique_ptr<EmbeddingRuntime> runtime_;
   EmbeddingServiceConfig config_;
-  ThreadPool pool_;
   size_t n_embd_ = 0;
   size_t n_ctx_ = 0;
   bool can_rerank_ = false;

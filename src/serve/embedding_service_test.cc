@@ -11,6 +11,7 @@
 #include <limits>
 #include <thread>
 
+#include "serve/service.h"
 #include "synth/synth_model.h"
 #include "tests/support/test_support.h"
 
@@ -19,14 +20,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::unique_ptr<Embedder> open_bert(const std::string& path, uint32_t n_ctx) {
+std::unique_ptr<EmbeddingRuntime> open_bert(const std::string& path, uint32_t n_ctx) {
   SynthOptions o;
   o.arch = "bert";
   o.n_ctx = n_ctx;
   EXPECT_TRUE(synthesize_model(o, path).ok());
   auto file = open_model_file(path);
   EXPECT_TRUE(file.ok()) << file.status().to_string();
-  auto embedder = Embedder::open(std::move(file).value());
+  auto embedder = EmbeddingRuntime::open(std::move(file).value(), 1, serving_decoder_options());
   EXPECT_TRUE(embedder.ok()) << embedder.status().to_string();
   return std::move(embedder).value();
 }
@@ -44,10 +45,9 @@ TEST(EmbeddingService, ConcurrentRequestsGetTheirOwnVectors) {
   const std::vector<std::string> texts = {"the cat", "a hat on the mat", "dog", "x y z w"};
   // The expected vectors, one request at a time, from a second Embedder of the same file.
   auto reference = open_bert(dir.file("bert.gguf"), 16);
-  ThreadPool pool(1);
   std::vector<std::vector<float>> expected;
   for (const std::string& t : texts) {
-    auto r = reference->embed(std::span(&t, 1), {}, pool);
+    auto r = reference->embedder().embed(std::span(&t, 1), {});
     ASSERT_TRUE(r.ok());
     expected.push_back(r->items[0].values);
   }

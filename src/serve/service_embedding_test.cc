@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Embedding requests on the service's engine loop: the vector is the same bits alone, beside
-// running generations and as the direct DecoderEmbedder computes it; batch-class embedding work
+// running generations and as the direct Embedder computes it; batch-class embedding work
 // leaves interactive generation its slot (counted in engine steps); embeddings stay out of the
 // prefix cache; validation.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "backend/cpu_backend.h"
-#include "encoder/decoder_embedder.h"
+#include "encoder/embedder.h"
 #include "kernels/kernel_selection.h"
 #include "serve/service.h"
 #include "serve/service_test_support.h"
@@ -122,7 +122,7 @@ TEST_F(ServiceEmbeddingTest, SameVectorAloneBesideGenerationAndDirect) {
 
     // The direct path (synapse embed) computes the same bits.
     Engine engine(*model_);
-    DecoderEmbedder direct(engine, *tokenizer_);
+    Embedder direct(engine, *tokenizer_);
     std::vector<std::vector<int32_t>> prompts = {prompt(0), prompt(1), prompt(2)};
     auto r = direct.embed_tokens(prompts, {.pooling = pooling});
     ASSERT_TRUE(r.ok()) << r.status().to_string();

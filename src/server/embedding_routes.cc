@@ -11,7 +11,7 @@
 #include "api/api_error.h"
 #include "base/echo.h"
 #include "base/json_body.h"
-#include "encoder/decoder_embedder.h"
+#include "encoder/embedder.h"
 #include "server/http_reply.h"
 #include "server/inference_routes.h"
 
@@ -291,8 +291,10 @@ constexpr size_t kMaxInputsInFlight = 16;
 // in the final events.
 Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::EmbeddingJob& job,
                                    const std::function<bool()>& cancelled) {
-  Result<PoolingType> pooling = decoder_embedding_pooling(
-      decoder.embedding_pooling, job.options.pooling, /*allow_none=*/false);
+  // A decoder: the generation Service runs no bidirectional model.
+  Result<PoolingType> pooling =
+      embedding_pooling(decoder.embedding_pooling, /*bidirectional=*/false, job.options.pooling,
+                        /*allow_none=*/false);
   if (!pooling.ok()) {
     return field_error(ErrorCode::kUnsupportedParameter, "pooling",
                        std::string(pooling.status().message()));
@@ -306,9 +308,9 @@ Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::Embedd
   result.pooling = *pooling;
   result.items.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    prompts[i] = text ? decoder_embedding_tokens(*decoder.tokenizer, job.texts[i]) : job.tokens[i];
-    Result<bool> truncated = fit_decoder_input(prompts[i], i, service.n_vocab(), service.n_ctx(),
-                                               job.options.truncate, decoder.appended_eos);
+    prompts[i] = text ? embedding_tokens(*decoder.tokenizer, job.texts[i]) : job.tokens[i];
+    Result<bool> truncated = fit_embedding_input(prompts[i], i, service.n_vocab(), service.n_ctx(),
+                                                 job.options.truncate, decoder.appended_eos);
     if (!truncated.ok()) return api_status(truncated.status());
     result.items[i].truncated = *truncated;
     result.items[i].n_tokens = prompts[i].size();

@@ -5,6 +5,7 @@
 #include "format/gguf/gguf_keys.h"
 #include "model/arch/common.h"
 #include "model/arch/registry.h"
+#include "model/graph_blocks.h"
 
 namespace synapse::arch {
 namespace {
@@ -107,6 +108,24 @@ class Bert final : public Architecture {
     out.push_back({"cls.output.weight", {d, labels}, TensorRole::kHead, head});
     out.push_back({"cls.output.bias", {labels}, TensorRole::kBias, head});
     return out;
+  }
+
+  Result<ModelIr> build_graph(const HParams& hp, const ModelFile& file,
+                              const GraphOptions& options) const override {
+    GraphBuilder g(hp, file, options);
+    g.summed_embedding();
+    for (uint32_t b = 0; b < hp.n_layer; ++b) {
+      g.post_norm_attention_block(b);
+      g.post_norm_feed_forward_block(b, options.gelu);
+    }
+    // A cross-encoder's head when the file has one; an embedding model answers hidden states.
+    if (file.tensor_view("cls.weight") != nullptr ||
+        file.tensor_view("cls.output.weight") != nullptr) {
+      g.classifier_head();
+    } else {
+      g.hidden_state_output();
+    }
+    return g.finish();
   }
 
   HParams synthetic_defaults() const override {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Decoder embeddings (DecoderEmbedder) against the engine's own final hidden rows, which
+// Decoder embeddings (Embedder on a causal model) against the engine's own final hidden rows, which
 // runtime's engine_hidden_test ties to the logits: last pooling is the last row, mean pooling the
 // float64 mean of the rows, vectors are unit length, an input's vector is the same bits alone
 // and batched with inputs of other lengths, and bad input gets its stable code.
-#include "encoder/decoder_embedder.h"
+#include "encoder/embedder.h"
 
 #include <gtest/gtest.h>
 
@@ -26,7 +26,7 @@ DecoderOptions batch_invariant_options(uint32_t n_ctx = 0) {
   return o;
 }
 
-class DecoderEmbedderTest : public ::testing::Test {
+class DecoderEmbeddingTest : public ::testing::Test {
  protected:
   void open(const std::string& path, uint32_t n_ctx = 0) {
     pool_ = std::make_unique<ThreadPool>(2);
@@ -40,7 +40,7 @@ class DecoderEmbedderTest : public ::testing::Test {
     EngineConfig config;
     config.kv.page_tokens = 8;
     engine_ = std::make_unique<Engine>(*model_, config);
-    embedder_ = std::make_unique<DecoderEmbedder>(*engine_, *tokenizer_);
+    embedder_ = std::make_unique<Embedder>(*engine_, *tokenizer_);
   }
 
   void open_synth(const std::string& arch, std::optional<PoolingType> pooling = std::nullopt,
@@ -55,7 +55,7 @@ class DecoderEmbedderTest : public ::testing::Test {
 
   // The final hidden rows of every token of `text`, straight from one engine step.
   std::vector<float> hidden_rows(const std::string& text) {
-    const std::vector<int32_t> ids = decoder_embedding_tokens(*tokenizer_, text);
+    const std::vector<int32_t> ids = embedding_tokens(*tokenizer_, text);
     const StepInput in{engine_->new_sequence(), ids, LogitsWanted::kNone, LogitsWanted::kAll};
     StepOutput out;
     EXPECT_TRUE(engine_->step(std::span(&in, 1), out).ok());
@@ -69,7 +69,7 @@ class DecoderEmbedderTest : public ::testing::Test {
   std::unique_ptr<DecoderModel> model_;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::unique_ptr<Engine> engine_;
-  std::unique_ptr<DecoderEmbedder> embedder_;
+  std::unique_ptr<Embedder> embedder_;
 };
 
 double norm(std::span<const float> v) {
@@ -78,7 +78,7 @@ double norm(std::span<const float> v) {
   return std::sqrt(s);
 }
 
-TEST_F(DecoderEmbedderTest, LastPoolingIsTheLastHiddenRowNormalized) {
+TEST_F(DecoderEmbeddingTest, LastPoolingIsTheLastHiddenRowNormalized) {
   open_synth("qwen3");
   const std::string text = "the quick brown fox";
   auto r = embedder_->embed(std::vector<std::string>{text}, {});
@@ -105,7 +105,7 @@ TEST_F(DecoderEmbedderTest, LastPoolingIsTheLastHiddenRowNormalized) {
   EXPECT_TRUE(std::equal(last.begin(), last.end(), raw->items[0].values.begin()));
 }
 
-TEST_F(DecoderEmbedderTest, MeanPoolingIsTheMeanOfTheHiddenRows) {
+TEST_F(DecoderEmbeddingTest, MeanPoolingIsTheMeanOfTheHiddenRows) {
   open_synth("llama");
   const std::string text = "a mean of several tokens";
   auto r = embedder_->embed(std::vector<std::string>{text},
@@ -129,7 +129,7 @@ TEST_F(DecoderEmbedderTest, MeanPoolingIsTheMeanOfTheHiddenRows) {
   EXPECT_EQ(none->items[0].values, rows);
 }
 
-TEST_F(DecoderEmbedderTest, AloneEqualsBatchedWithOtherLengths) {
+TEST_F(DecoderEmbeddingTest, AloneEqualsBatchedWithOtherLengths) {
   open_synth("qwen2");
   const std::vector<std::string> texts = {"short", "a somewhat longer input than the first one",
                                           "mid length text", "x"};
@@ -153,7 +153,7 @@ TEST_F(DecoderEmbedderTest, AloneEqualsBatchedWithOtherLengths) {
   }
 }
 
-TEST_F(DecoderEmbedderTest, PoolingFromTheFileAndRefusedPoolings) {
+TEST_F(DecoderEmbeddingTest, PoolingFromTheFileAndRefusedPoolings) {
   open_synth("llama", PoolingType::kMean);
   EXPECT_EQ(model_->hparams().pooling, PoolingType::kMean);
   auto r = embedder_->embed(std::vector<std::string>{"hello"}, {});
@@ -166,13 +166,13 @@ TEST_F(DecoderEmbedderTest, PoolingFromTheFileAndRefusedPoolings) {
     EXPECT_EQ(bad.status().where().field, "pooling");
   }
   // One vector per input is required where the caller says so (the HTTP route).
-  EXPECT_EQ(decoder_embedding_pooling(model_->hparams().pooling, PoolingType::kNone, false)
+  EXPECT_EQ(embedding_pooling(model_->hparams().pooling, false, PoolingType::kNone, false)
                 .status()
                 .code(),
             ErrorCode::kInvalidArgument);
 }
 
-TEST_F(DecoderEmbedderTest, BadInputsHaveStableCodes) {
+TEST_F(DecoderEmbeddingTest, BadInputsHaveStableCodes) {
   open_synth("qwen3", std::nullopt, /*n_ctx=*/16);
   auto empty_list = embedder_->embed(std::vector<std::string>{}, {});
   EXPECT_EQ(empty_list.status().code(), ErrorCode::kInvalidArgument);
@@ -197,7 +197,7 @@ TEST_F(DecoderEmbedderTest, BadInputsHaveStableCodes) {
   EXPECT_EQ(engine_->cache().stats().pages_in_use, 0u);
 }
 
-TEST_F(DecoderEmbedderTest, Stories260K) {
+TEST_F(DecoderEmbeddingTest, Stories260K) {
   SYN_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
   open(path);
   const std::vector<std::string> texts = {"Once upon a time", "there was a little girl"};
