@@ -3,10 +3,9 @@
 // [--threads N] [--chat-template NAME] [--queue-limit N]`: loads the model once (with the
 // serving decoder options: batch-invariant logits), starts the service's engine loop and the
 // HTTP server, prints the URL, and on SIGINT/SIGTERM stops admitting, lets requests in flight
-// finish for --shutdown-grace seconds, cancels the rest and exits. A decoder also answers
-// /v1/embeddings, as prefill-only requests on the same engine loop. A BERT-family model
-// (an encoder architecture, e.g. BERT) is served for embeddings instead: /v1/embeddings and
-// /v1/rerank on an EmbeddingService executor, and the generation routes answer 400.
+// finish for --shutdown-grace seconds, cancels the rest and exits. Every model answers
+// /v1/embeddings as prefill-only requests on the same engine loop; a BERT-family cross-encoder
+// also /v1/rerank. A bidirectional encoder does not generate: its generation routes answer 400.
 #include <malloc.h>
 
 #include <algorithm>
@@ -24,7 +23,6 @@
 #include "encoder/embedder.h"
 #include "format/model_file.h"
 #include "model/arch/architecture.h"
-#include "serve/embedding_service.h"
 #include "serve/service.h"
 #include "server/embedding_routes.h"
 #include "server/generation_call.h"
@@ -129,90 +127,8 @@ void return_large_buffers_to_the_system() {
   mallopt(M_TRIM_THRESHOLD, 1 << 20);
 }
 
-// The model's general.architecture, read from its file without building it ("" if none).
-Result<std::string> model_architecture(const ServeOptions& o) {
-  SYN_ASSIGN_OR_RETURN(ResolvedModel model,
-                       resolve_model(o.run.model, {.store_directory = o.run.store}));
-  SYN_ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> file, open_model_file(model.path));
-  const Result<std::string_view> arch = file->metadata().get_string("general.architecture");
-  return arch.ok() ? std::string(*arch) : std::string();
-}
-
-// `synapse serve` of an encoder: embeddings and rerank only.
-int run_serve_embeddings(const ServeOptions& o) {
-  sigset_t stop_signals = block_stop_signals();
-  Result<ResolvedModel> resolved = resolve_model(o.run.model, {.store_directory = o.run.store});
-  if (!resolved.ok()) return fail(resolved.status());
-  Result<std::unique_ptr<ModelFile>> file = open_model_file(resolved->path);
-  if (!file.ok()) return fail(file.status());
-  const int threads =
-      o.run.threads > 0 ? o.run.threads : std::max(1, CpuInfo::detect().physical_cores);
-  Result<std::unique_ptr<EmbeddingRuntime>> runtime =
-      EmbeddingRuntime::open(std::move(*file), threads, serve::serving_decoder_options());
-  if (!runtime.ok()) return fail(runtime.status());
-  serve::EmbeddingServiceConfig config;
-  config.max_queued = o.queue_limit;
-  serve::EmbeddingService service(std::move(*runtime), config);
-
-  server::Embeddings embeddings;
-  embeddings.service = &service;
-  embeddings.model_id = model_id(o);
-  // Every waiting request holds a connection thread.
-  server::ServerOptions server_options = http_options(o, embeddings.model_id, o.queue_limit);
-  server_options.embeddings = &embeddings;
-  // Job items run like the routes: /v1/embeddings only, on the executor's class-ordered queue.
-  Result<std::unique_ptr<ServeJobs>> jobs = ServeJobs::start(
-      o.jobs,
-      [&embeddings](std::string_view url, std::string_view body, serve::RequestClass c,
-                    const std::function<bool()>& cancelled) -> Result<std::string> {
-        if (url != "/v1/embeddings") {
-          return Status(
-              ErrorCode::kUnsupportedParameter,
-              "this server serves an embedding model: /v1/embeddings, not " + std::string(url),
-              ErrorWhere{.field = "url"});
-        }
-        return server::run_embeddings_request(&embeddings, nullptr, body, c, cancelled);
-      });
-  if (!jobs.ok()) {
-    service.shutdown();
-    return fail(jobs.status());
-  }
-  if (*jobs) server_options.jobs = (*jobs)->api();
-  server::HttpServer http(server_options);
-  if (Status s = http.start(); !s.ok()) {
-    if (*jobs) (*jobs)->stop();
-    service.shutdown();
-    return fail(s);
-  }
-  std::printf(
-      "synapse serve: %s (embeddings, %zu dimensions, ctx %zu%s), listening on http://%s:%d\n",
-      embeddings.model_id.c_str(), service.n_embd(), service.n_ctx(),
-      service.can_rerank() ? ", rerank" : "", o.host.c_str(), http.port());
-  print_jobs_line(jobs->get(), o.jobs);
-  std::fflush(stdout);
-
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  std::fprintf(stderr, "synapse serve: %s, shutting down\n",
-               signal_number == SIGINT ? "SIGINT" : "SIGTERM");
-  // Stop executing jobs (items in flight run again after a restart), stop admitting (503),
-  // finish what is queued, write every answer out, then stop the HTTP threads.
-  const auto grace_over = grace_end(o);
-  if (*jobs) (*jobs)->stop();
-  service.shutdown();
-  http.shutdown(write_deadline(grace_over));
-  std::fprintf(stderr, "synapse serve: stopped\n");
-  return kExitOk;
-}
-
 int run_serve(const ServeOptions& o) {
   return_large_buffers_to_the_system();
-  {
-    Result<std::string> arch = model_architecture(o);
-    if (!arch.ok()) return fail(arch.status());
-    const Architecture* a = find_architecture(*arch);
-    if (a != nullptr && a->kind() == ModelKind::kEncoder) return run_serve_embeddings(o);
-  }
   // Signals go to the main thread's sigwait() only: block them before any thread exists (the
   // threads inherit the mask). A client that disconnects must not kill the process.
   sigset_t stop_signals = block_stop_signals();
@@ -274,7 +190,13 @@ int run_serve(const ServeOptions& o) {
       [&inference, item_limits](std::string_view url, std::string_view body, serve::RequestClass c,
                                 const std::function<bool()>& cancelled) {
         if (url == "/v1/embeddings") {
-          return server::run_embeddings_request(nullptr, &inference, body, c, cancelled);
+          return server::run_embeddings_request(inference, body, c, cancelled);
+        }
+        if (!inference.service->generates()) {
+          return Result<std::string>(Status(
+              ErrorCode::kUnsupportedParameter,
+              "this server serves an embedding model: /v1/embeddings, not " + std::string(url),
+              ErrorWhere{.field = "url"}));
         }
         return server::run_generation_request(inference, url, body, c, cancelled, item_limits);
       });
@@ -289,10 +211,17 @@ int run_serve(const ServeOptions& o) {
     service.shutdown(std::chrono::milliseconds(0));
     return fail(s);
   }
-  std::printf("synapse serve: %s (ctx %u, parallel %zu, %s), listening on http://%s:%d\n",
-              inference.model_id.c_str(), service.n_ctx(), o.parallel,
-              inference.chat_template ? "chat template" : "no chat template", o.host.c_str(),
-              http.port());
+  if (service.generates()) {
+    std::printf("synapse serve: %s (ctx %u, parallel %zu, %s), listening on http://%s:%d\n",
+                inference.model_id.c_str(), service.n_ctx(), o.parallel,
+                inference.chat_template ? "chat template" : "no chat template", o.host.c_str(),
+                http.port());
+  } else {
+    std::printf(
+        "synapse serve: %s (embeddings, %u dimensions, ctx %u%s), listening on http://%s:%d\n",
+        inference.model_id.c_str(), service.n_embd(), service.n_ctx(),
+        service.can_rerank() ? ", rerank" : "", o.host.c_str(), http.port());
+  }
   print_jobs_line(jobs->get(), o.jobs);
   std::fflush(stdout);
 

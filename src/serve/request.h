@@ -30,10 +30,15 @@ std::optional<RequestClass> request_class_from_name(std::string_view name);
 
 // An embedding request: the prompt is prefilled like any other (same slots, classes and step
 // batching) but nothing is sampled; the final event carries the prompt's final hidden state
-// (after the final norm) pooled over its tokens.
+// (after the final norm, if the model has one) pooled over its tokens. kCls (the first token's)
+// needs a bidirectional model, which runs each prompt whole in one step. kRank asks a
+// cross-encoder for its classifier's outputs on the first token instead: the event's
+// `embedding` holds those scores (the relevance score first), not normalized.
 struct EmbeddingSpec {
-  PoolingType pooling = PoolingType::kLast;  // kLast or kMean
+  PoolingType pooling = PoolingType::kLast;  // kLast, kMean, kCls, kNone (every row) or kRank
   bool normalize = true;                     // L2-normalize the pooled vector
+  // One token type per prompt token (a cross-encoder's query 0, document 1); empty: all 0.
+  std::vector<int32_t> token_types;
 };
 
 struct GenerationRequest {

@@ -9,6 +9,7 @@
 
 #include "base/fail_point.h"
 #include "base/numeric_check.h"
+#include "encoder/embedder.h"
 #include "encoder/pooling.h"
 #include "runtime/engine.h"
 #include "sample/sampler.h"
@@ -117,6 +118,9 @@ Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, Ser
       n_ctx_(model.n_ctx()),
       n_vocab_(model.n_vocab()),
       n_embd_(model.n_embd()),
+      n_token_types_(model.hparams().n_token_types),
+      bidirectional_(model.bidirectional()),
+      can_rerank_(synapse::can_rerank(model)),
       wakeup_(std::make_shared<LoopWakeup>()),
       scheduler_(config_.scheduler) {
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
@@ -162,12 +166,40 @@ Result<std::shared_ptr<RequestHandle>> Service::submit(GenerationRequest request
                              " tokens, the context holds " + std::to_string(n_ctx_),
                          ErrorWhere{.field = "prompt"}));
   }
-  if (request.embedding && request.embedding->pooling != PoolingType::kLast &&
-      request.embedding->pooling != PoolingType::kMean) {
-    return refuse(Status(ErrorCode::kInvalidArgument,
-                         "an embedding request pools with last or mean, not " +
-                             std::string(pooling_type_name(request.embedding->pooling)),
-                         ErrorWhere{.field = "pooling"}));
+  if (bidirectional_ && !request.embedding) {
+    return refuse(Status(ErrorCode::kUnsupported,
+                         "this model is a bidirectional encoder: it embeds (and reranks, with a "
+                         "classifier head) but does not generate text",
+                         ErrorWhere{.field = "model"}));
+  }
+  if (request.embedding) {
+    const EmbeddingSpec& e = *request.embedding;
+    const bool whole_prompt = e.pooling == PoolingType::kCls || e.pooling == PoolingType::kRank;
+    const bool allowed = e.pooling == PoolingType::kLast || e.pooling == PoolingType::kMean ||
+                         e.pooling == PoolingType::kNone ||
+                         (e.pooling == PoolingType::kCls && bidirectional_) ||
+                         (e.pooling == PoolingType::kRank && can_rerank_);
+    if (!allowed || (whole_prompt && !bidirectional_)) {
+      return refuse(Status(ErrorCode::kInvalidArgument,
+                           std::string(pooling_type_name(e.pooling)) +
+                               (e.pooling == PoolingType::kRank
+                                    ? " needs a cross-encoder (a bidirectional model with a "
+                                      "classifier head)"
+                                    : " pooling needs a bidirectional encoder"),
+                           ErrorWhere{.field = "pooling"}));
+    }
+    if (!e.token_types.empty()) {
+      bool in_range = e.token_types.size() == request.prompt.size();
+      for (const int32_t t : e.token_types) {
+        in_range = in_range && t >= 0 && static_cast<uint32_t>(t) < n_token_types_;
+      }
+      if (!in_range) {
+        return refuse(Status(ErrorCode::kInvalidArgument,
+                             "token types must be one per prompt token, each in 0.." +
+                                 std::to_string(n_token_types_ == 0 ? 0 : n_token_types_ - 1),
+                             ErrorWhere{.field = "token_types"}));
+      }
+    }
   }
   if (request.max_tokens <= 0 && !request.embedding) {
     return refuse(Status(ErrorCode::kInvalidArgument, "max_tokens must be positive",
@@ -405,7 +437,12 @@ bool Service::run_step() {
   size_t pages_needed = 0;
   auto add = [&](Job* job, std::span<const int32_t> tokens, LogitsWanted logits, bool decode,
                  LogitsWanted hidden = LogitsWanted::kNone) {
-    s.inputs.push_back(StepInput{job->sequence, tokens, logits, hidden});
+    std::span<const int32_t> types;
+    if (job->request.embedding && !job->request.embedding->token_types.empty()) {
+      types =
+          std::span(job->request.embedding->token_types).subspan(job->prompt_done, tokens.size());
+    }
+    s.inputs.push_back(StepInput{job->sequence, tokens, logits, hidden, types});
     s.slots.push_back(LoopState::Slot{job, tokens.size(), decode});
     const size_t n = s.engine.n_tokens(job->sequence);
     pages_needed += pages_for(n + tokens.size(), config_.page_tokens) -
@@ -435,24 +472,32 @@ bool Service::run_step() {
   const size_t chunk_rows = prefill_class == RequestClass::kInteractive
                                 ? config_.prefill_chunk_tokens
                                 : config_.bulk_prefill_chunk_tokens;
-  size_t budget = std::min(chunk_rows, config_.max_step_tokens - step_tokens);
+  // A bidirectional model has no decodes to keep pace with, and runs each prompt whole: its
+  // prompts fill the step, and one longer than the step runs alone.
+  size_t budget = bidirectional_ ? config_.max_step_tokens - step_tokens
+                                 : std::min(chunk_rows, config_.max_step_tokens - step_tokens);
   for (Job* job : s.running) {
     const size_t left = job->request.prompt.size() - job->prompt_done;
     if (job->request.request_class != prefill_class) continue;
     if (!job->pending.empty() || left == 0 || budget == 0) continue;
-    const size_t take = std::min(left, budget);
+    if (bidirectional_ && left > budget && !s.inputs.empty()) continue;
+    const size_t take = bidirectional_ ? left : std::min(left, budget);
     const std::span<const int32_t> chunk =
         std::span(job->request.prompt).subspan(job->prompt_done, take);
-    if (job->request.embedding) {
+    if (job->request.embedding && job->request.embedding->pooling == PoolingType::kRank) {
+      // The classifier on the first row.
+      add(job, chunk, LogitsWanted::kFirst, false);
+    } else if (job->request.embedding) {
       // Prefill only: the hidden rows it pools instead of logits.
       add(job, chunk, LogitsWanted::kNone, false,
-          job->mean      ? LogitsWanted::kAll
-          : take == left ? LogitsWanted::kLast
-                         : LogitsWanted::kNone);
+          job->mean || job->request.embedding->pooling == PoolingType::kNone ? LogitsWanted::kAll
+          : job->request.embedding->pooling == PoolingType::kCls             ? LogitsWanted::kFirst
+          : take == left                                                     ? LogitsWanted::kLast
+                                                                             : LogitsWanted::kNone);
     } else {
       add(job, chunk, take == left ? LogitsWanted::kLast : LogitsWanted::kNone, false);
     }
-    budget -= take;
+    budget -= std::min(take, budget);
   }
   if (s.inputs.empty()) return false;
   make_room(pages_needed);
@@ -522,7 +567,11 @@ bool Service::run_step() {
       // Prompt work is the whole of an embedding's cost: it counts toward the class's fair
       // share and the quantum, so bulk embedding yields to waiting interactive requests.
       s.charges.emplace_back(job.ticket, slot.n_tokens);
-      pool_and_emit(job, s.out.hidden_rows(i));
+      if (job.request.embedding->pooling == PoolingType::kRank) {
+        emit_scores(job, s.out.last(i));
+      } else {
+        pool_and_emit(job, s.out.hidden_rows(i));
+      }
     } else if (s.inputs[i].logits != LogitsWanted::kNone) {
       sample_and_emit(job, s.out.last(i));
     }
@@ -674,8 +723,12 @@ bool Service::emit_token(Job& job, int32_t token, std::optional<Logprobs> logpro
 }
 
 void Service::pool_and_emit(Job& job, std::span<const float> hidden_rows) {
+  const bool per_token = job.request.embedding->pooling == PoolingType::kNone;
   if (job.mean) {
     job.mean->add(hidden_rows.data(), hidden_rows.size() / n_embd_);
+  } else if (per_token) {
+    // Every row, chunk after chunk (at most the context's rows).
+    job.last_hidden.insert(job.last_hidden.end(), hidden_rows.begin(), hidden_rows.end());
   } else if (!hidden_rows.empty()) {
     job.last_hidden.assign(hidden_rows.end() - n_embd_, hidden_rows.end());
   }
@@ -688,9 +741,25 @@ void Service::pool_and_emit(Job& job, std::span<const float> hidden_rows) {
   } else {
     event.embedding = std::move(job.last_hidden);
   }
-  if (job.request.embedding->normalize) l2_normalize(event.embedding.data(), n_embd_);
+  if (job.request.embedding->normalize) {
+    for (size_t row = 0; row + n_embd_ <= event.embedding.size(); row += n_embd_) {
+      l2_normalize(event.embedding.data() + row, n_embd_);
+    }
+  }
   // As the sampler refuses a NaN logit: a broken vector is numeric_fault, never a 200 with nulls.
   if (Status finite = check_finite(event.embedding, "the embedding"); !finite.ok()) {
+    event.embedding.clear();
+    return finish(job, event, FinishReason::kError, std::move(finite));
+  }
+  finish(job, event, FinishReason::kStop);
+}
+
+void Service::emit_scores(Job& job, std::span<const float> scores) {
+  GenerationEvent event;
+  event.step = state_->step;
+  event.embedding.assign(scores.begin(), scores.end());
+  // As for vectors: a NaN score is numeric_fault, never a 200 with nulls (or a broken sort).
+  if (Status finite = check_finite(event.embedding, "the rerank score"); !finite.ok()) {
     event.embedding.clear();
     return finish(job, event, FinishReason::kError, std::move(finite));
   }

@@ -111,6 +111,10 @@ class Service {
   uint32_t n_ctx() const { return n_ctx_; }
   uint32_t n_embd() const { return n_embd_; }
   uint32_t n_vocab() const { return n_vocab_; }
+  // A bidirectional encoder embeds (and reranks, with a classifier) but does not generate.
+  bool generates() const { return !bidirectional_; }
+  bool bidirectional() const { return bidirectional_; }
+  bool can_rerank() const { return can_rerank_; }
 
  private:
   struct Job;
@@ -131,6 +135,8 @@ class Service {
   std::span<const float> constrain_logits(Job& job, std::span<const float> logits);
   // An embedding job's hidden rows of this step; finishes it once its prompt has run.
   void pool_and_emit(Job& job, std::span<const float> hidden_rows);
+  // A rerank job's classifier outputs (its prompt ran whole): finishes it.
+  void emit_scores(Job& job, std::span<const float> scores);
   void finish(Job& job, GenerationEvent& event, FinishReason reason, Status error = {});
   void release_sequence(Job& job, bool keep_in_cache);
   void publish_stats();
@@ -140,6 +146,9 @@ class Service {
   uint32_t n_ctx_ = 0;
   uint32_t n_vocab_ = 0;
   uint32_t n_embd_ = 0;
+  uint32_t n_token_types_ = 0;
+  bool bidirectional_ = false;
+  bool can_rerank_ = false;
   std::shared_ptr<LoopWakeup> wakeup_;
   ServiceMetrics metrics_;
 

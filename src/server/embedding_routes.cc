@@ -82,16 +82,26 @@ Result<std::vector<int32_t>> token_list(const Json& v, const std::string& field)
   return ids;
 }
 
+// The inputs and options of an embedding request.
+struct EmbeddingJob {
+  enum class Kind { kEmbedText, kEmbedTokens };
+  Kind kind = Kind::kEmbedText;
+  std::vector<std::string> texts;            // kEmbedText
+  std::vector<std::vector<int32_t>> tokens;  // kEmbedTokens
+  EmbedOptions options;
+  serve::RequestClass request_class = serve::RequestClass::kInteractive;
+};
+
 // OpenAI's `input`: a string, an array of strings, an array of token ids, or an array of
 // token-id arrays.
-Status parse_input(const Json& body, serve::EmbeddingJob& job) {
+Status parse_input(const Json& body, EmbeddingJob& job) {
   const auto it = body.find("input");
   if (it == body.end() || it->is_null()) {
     return field_error(ErrorCode::kMissingParameter, "input", "'input' is required");
   }
   const Json& input = *it;
   if (input.is_string()) {
-    job.kind = serve::EmbeddingJob::Kind::kEmbedText;
+    job.kind = EmbeddingJob::Kind::kEmbedText;
     job.texts.push_back(input.get<std::string>());
     if (job.texts.back().empty()) {
       return field_error(ErrorCode::kInvalidValue, "input", "the input is an empty string");
@@ -105,16 +115,16 @@ Status parse_input(const Json& body, serve::EmbeddingJob& job) {
   }
   if (input.empty()) return field_error(ErrorCode::kInvalidValue, "input", "the list is empty");
   if (is_token_id(input[0])) {
-    job.kind = serve::EmbeddingJob::Kind::kEmbedTokens;
+    job.kind = EmbeddingJob::Kind::kEmbedTokens;
     SYN_ASSIGN_OR_RETURN(std::vector<int32_t> ids, token_list(input, "input"));
     job.tokens.push_back(std::move(ids));
     return ok_status();
   }
-  job.kind = input[0].is_array() ? serve::EmbeddingJob::Kind::kEmbedTokens
-                                 : serve::EmbeddingJob::Kind::kEmbedText;
+  job.kind =
+      input[0].is_array() ? EmbeddingJob::Kind::kEmbedTokens : EmbeddingJob::Kind::kEmbedText;
   for (size_t i = 0; i < input.size(); ++i) {
     const std::string field = "input[" + std::to_string(i) + "]";
-    if (job.kind == serve::EmbeddingJob::Kind::kEmbedTokens) {
+    if (job.kind == EmbeddingJob::Kind::kEmbedTokens) {
       if (!input[i].is_array()) {
         return field_error(ErrorCode::kInvalidType, field,
                            "must be an array of token ids, like the other items");
@@ -186,10 +196,10 @@ Json embedding_json(const EmbedResult& r, const EmbeddingItem& item, bool b64) {
   return rows;
 }
 
-// What /v1/embeddings reads besides the model: the inputs and options (as an EmbeddingJob, which
-// the BERT executor takes as it is), the encoding and the scheduling class.
+// What /v1/embeddings reads besides the model: the inputs and options, the encoding and the
+// scheduling class.
 struct EmbeddingsBody {
-  serve::EmbeddingJob job;
+  EmbeddingJob job;
   bool base64 = false;
   std::optional<serve::RequestClass> priority;
 };
@@ -268,54 +278,19 @@ Status cancelled_by_caller() {
   return Status(ErrorCode::kCancelled, "the embedding request was cancelled by its caller");
 }
 
-Result<EmbedResult> run_on_encoder(const Embeddings& bert, serve::EmbeddingJob job,
-                                   const std::function<bool()>& cancelled) {
-  SYN_ASSIGN_OR_RETURN(std::shared_ptr<serve::EmbeddingTicket> ticket,
-                       bert.service->submit(std::move(job)));
-  while (!ticket->wait_for(kPollInterval)) {
-    if (cancelled && cancelled()) {
-      ticket->cancel();  // skipped if it has not started
-      return cancelled_by_caller();
-    }
-  }
-  if (!ticket->status().ok()) return api_status(ticket->status());
-  return std::move(ticket->embed());
-}
-
 // Inputs of one request submitted to the Service at a time: enough to fill the engine's slots,
 // few enough that one long input list does not take its class's whole admission queue (the
 // others are submitted as these finish).
 constexpr size_t kMaxInputsInFlight = 16;
 
-// Each input is one prefill-only GenerationRequest of the job's class; their vectors come back
-// in the final events.
-Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::EmbeddingJob& job,
-                                   const std::function<bool()>& cancelled) {
-  // A decoder: the generation Service runs no bidirectional model.
-  Result<PoolingType> pooling =
-      embedding_pooling(decoder.embedding_pooling, /*bidirectional=*/false, job.options.pooling,
-                        /*allow_none=*/false);
-  if (!pooling.ok()) {
-    return field_error(ErrorCode::kUnsupportedParameter, "pooling",
-                       std::string(pooling.status().message()));
-  }
-  serve::Service& service = *decoder.service;
-  const bool text = job.kind == serve::EmbeddingJob::Kind::kEmbedText;
-  const size_t n = text ? job.texts.size() : job.tokens.size();
-  std::vector<std::vector<int32_t>> prompts(n);
-  EmbedResult result;
-  result.n_embd = service.n_embd();
-  result.pooling = *pooling;
-  result.items.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    prompts[i] = text ? embedding_tokens(*decoder.tokenizer, job.texts[i]) : job.tokens[i];
-    Result<bool> truncated = fit_embedding_input(prompts[i], i, service.n_vocab(), service.n_ctx(),
-                                                 job.options.truncate, decoder.appended_eos);
-    if (!truncated.ok()) return api_status(truncated.status());
-    result.items[i].truncated = *truncated;
-    result.items[i].n_tokens = prompts[i].size();
-    result.prompt_tokens += prompts[i].size();
-  }
+// Runs prefill-only requests (embeddings, rerank scores) on the Service, at most
+// kMaxInputsInFlight at a time, and returns each one's final vector in request order. On an
+// error or a cancellation the requests still running are cancelled.
+Result<std::vector<std::vector<float>>> run_prefill_requests(
+    serve::Service& service, std::vector<serve::GenerationRequest> requests,
+    const std::function<bool()>& cancelled) {
+  const size_t n = requests.size();
+  std::vector<std::vector<float>> vectors(n);
   std::deque<std::pair<size_t, std::shared_ptr<serve::RequestHandle>>> in_flight;
   const auto give_up = [&](Status status) {
     for (auto& [index, handle] : in_flight) handle->cancel();
@@ -324,17 +299,17 @@ Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::Embedd
   size_t next = 0;
   while (next < n || !in_flight.empty()) {
     while (next < n && in_flight.size() < kMaxInputsInFlight) {
-      serve::GenerationRequest request;
-      request.id = "embedding-" + std::to_string(next);
-      request.prompt = std::move(prompts[next]);
-      request.embedding =
-          serve::EmbeddingSpec{.pooling = *pooling, .normalize = job.options.normalize};
-      request.request_class = job.request_class;
-      Result<std::shared_ptr<serve::RequestHandle>> handle = service.submit(std::move(request));
+      Result<std::shared_ptr<serve::RequestHandle>> handle = service.submit(requests[next]);
+      // A full queue while some of ours run is back-pressure: wait for them, then submit the
+      // rest. Only a request that cannot get a single input in is refused (429).
+      if (!handle.ok() && handle.status().code() == ErrorCode::kQueueFull && !in_flight.empty()) {
+        break;
+      }
       if (!handle.ok()) return give_up(api_status(handle.status()));
+      requests[next].prompt = {};  // submitted: its copy is the service's
       in_flight.emplace_back(next++, std::move(*handle));
     }
-    // The oldest input first: its vector goes to its own index whatever the order of finishing.
+    // The oldest request first: its vector goes to its own index whatever the order of finishing.
     serve::GenerationEvent event;
     const auto wait = in_flight.front().second->next_for(event, kPollInterval);
     if (wait == serve::RequestHandle::Wait::kTimeout) {
@@ -349,44 +324,90 @@ Result<EmbedResult> run_on_decoder(const Inference& decoder, const serve::Embedd
     if (event.finish_reason != serve::FinishReason::kStop) {
       return give_up(event.error.ok() ? cancelled_by_caller() : api_status(event.error));
     }
-    result.items[in_flight.front().first].values = std::move(event.embedding);
+    vectors[in_flight.front().first] = std::move(event.embedding);
     in_flight.pop_front();
   }
+  return vectors;
+}
+
+// Each input is one prefill-only GenerationRequest of the job's class; their vectors come back
+// in the final events.
+Result<EmbedResult> run_embeddings(const Inference& inference, const EmbeddingJob& job,
+                                   const std::function<bool()>& cancelled) {
+  serve::Service& service = *inference.service;
+  Result<PoolingType> pooling =
+      embedding_pooling(inference.embedding_pooling, service.bidirectional(), job.options.pooling,
+                        /*allow_none=*/true);
+  if (!pooling.ok()) {
+    return field_error(ErrorCode::kUnsupportedParameter, "pooling",
+                       std::string(pooling.status().message()));
+  }
+  const bool text = job.kind == EmbeddingJob::Kind::kEmbedText;
+  const size_t n = text ? job.texts.size() : job.tokens.size();
+  std::vector<serve::GenerationRequest> requests(n);
+  EmbedResult result;
+  result.n_embd = service.n_embd();
+  result.pooling = *pooling;
+  result.items.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<int32_t> prompt =
+        text ? embedding_tokens(*inference.tokenizer, job.texts[i]) : job.tokens[i];
+    Result<bool> truncated = fit_embedding_input(prompt, i, service.n_vocab(), service.n_ctx(),
+                                                 job.options.truncate, inference.appended_eos);
+    if (!truncated.ok()) return api_status(truncated.status());
+    result.items[i].truncated = *truncated;
+    result.items[i].n_tokens = prompt.size();
+    result.prompt_tokens += prompt.size();
+    serve::GenerationRequest& request = requests[i];
+    request.id = "embedding-" + std::to_string(i);
+    request.prompt = std::move(prompt);
+    request.embedding =
+        serve::EmbeddingSpec{.pooling = *pooling, .normalize = job.options.normalize};
+    request.request_class = job.request_class;
+  }
+  SYN_ASSIGN_OR_RETURN(std::vector<std::vector<float>> vectors,
+                       run_prefill_requests(service, std::move(requests), cancelled));
+  for (size_t i = 0; i < n; ++i) result.items[i].values = std::move(vectors[i]);
   return result;
 }
 
 // run_embeddings_request on a body already parsed (the route parses once, for its priority too).
-Result<std::string> run_parsed(const Embeddings* bert, const Inference* decoder, const Json& parsed,
+Result<std::string> run_parsed(const Inference& inference, const Json& parsed,
                                serve::RequestClass request_class,
                                const std::function<bool()>& cancelled) {
-  SYN_CHECK((bert == nullptr) != (decoder == nullptr), "one embedding backend");
-  const std::string& model_id = bert != nullptr ? bert->model_id : decoder->model_id;
-  SYN_RETURN_IF_ERROR(check_model(parsed, model_id));
-  const size_t n_embd = bert != nullptr ? bert->service->n_embd() : decoder->service->n_embd();
-  SYN_ASSIGN_OR_RETURN(EmbeddingsBody request, parse_embeddings_body(parsed, n_embd));
+  SYN_RETURN_IF_ERROR(check_model(parsed, inference.model_id));
+  SYN_ASSIGN_OR_RETURN(EmbeddingsBody request,
+                       parse_embeddings_body(parsed, inference.service->n_embd()));
   request.job.request_class = request_class;
-  Result<EmbedResult> result = bert != nullptr
-                                   ? run_on_encoder(*bert, std::move(request.job), cancelled)
-                                   : run_on_decoder(*decoder, request.job, cancelled);
-  if (!result.ok()) return std::move(result).take_status();
-  return embeddings_response(*result, request.base64, model_id);
+  SYN_ASSIGN_OR_RETURN(EmbedResult result, run_embeddings(inference, request.job, cancelled));
+  return embeddings_response(result, request.base64, inference.model_id);
 }
 
 }  // namespace
 
-Result<std::string> run_embeddings_request(const Embeddings* bert, const Inference* decoder,
-                                           std::string_view body, serve::RequestClass request_class,
+Result<std::string> run_embeddings_request(const Inference& inference, std::string_view body,
+                                           serve::RequestClass request_class,
                                            const std::function<bool()>& cancelled) {
   SYN_ASSIGN_OR_RETURN(const Json parsed, parse_object(body));
-  return run_parsed(bert, decoder, parsed, request_class, cancelled);
+  return run_parsed(inference, parsed, request_class, cancelled);
 }
 
 namespace {
 
+// The message of a rerank request to a model that cannot rerank.
+std::string cannot_rerank(const Inference& inference) {
+  if (inference.service->generates()) {
+    return "the model '" + inference.model_id +
+           "' generates text; rerank needs an encoder (BERT-family) cross-encoder model";
+  }
+  return "the model '" + inference.model_id +
+         "' has no classification head; it cannot rerank (use /v1/embeddings)";
+}
+
 class Routes {
  public:
-  Routes(const Embeddings* bert, const Inference* decoder, const api::RequestLimits& limits)
-      : bert_(bert), decoder_(decoder), limits_(limits) {}
+  Routes(const Inference& inference, const api::RequestLimits& limits)
+      : inference_(inference), limits_(limits) {}
 
   void embeddings(const http::Request& req, http::Response& res) const {
     Result<Json> parsed = parse_object(req.body);
@@ -394,34 +415,22 @@ class Routes {
     Result<serve::RequestClass> c = request_class(body_priority(*parsed), req);
     if (!c.ok()) return send_error(res, c.status());
     Result<std::string> body =
-        run_parsed(bert_, decoder_, *parsed, *c, [&req] { return req.client_gone(); });
+        run_parsed(inference_, *parsed, *c, [&req] { return req.client_gone(); });
     if (body.ok()) return res.set_content(*body, std::string(kJson));
-    const Status& s = body.status();
-    if (s.code() == ErrorCode::kCancelled) {
-      res.status = kClientClosedRequest;
-      return;
-    }
-    std::optional<uint32_t> retry_s;
-    if (s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable) {
-      retry_s =
-          bert_ != nullptr ? bert_->service->retry_after_s() : decoder_->service->retry_after_s(*c);
-    }
-    send_error(res, s, retry_s);
+    send_failure(res, body.status(), *c);
   }
 
   void rerank(const http::Request& req, http::Response& res) const {
     Result<Json> parsed = parse_object(req.body);
     if (!parsed.ok()) return send_error(res, parsed.status());
     const Json& body = *parsed;
-    if (Status s = check_model(body, bert_->model_id); !s.ok()) return send_error(res, s);
-    if (!bert_->service->can_rerank()) {
-      return send_error(res, field_error(ErrorCode::kUnsupportedParameter, "model",
-                                         "the model '" + bert_->model_id +
-                                             "' has no classification head; it cannot rerank "
-                                             "(use /v1/embeddings)"));
+    if (Status s = check_model(body, inference_.model_id); !s.ok()) return send_error(res, s);
+    if (!inference_.service->can_rerank()) {
+      return send_error(
+          res, field_error(ErrorCode::kUnsupportedParameter, "model", cannot_rerank(inference_)));
     }
-    serve::EmbeddingJob job;
-    job.kind = serve::EmbeddingJob::Kind::kRerank;
+    Result<serve::RequestClass> c = request_class(body_priority(body), req);
+    if (!c.ok()) return send_error(res, c.status());
     const auto query = body.find("query");
     if (query == body.end() || query->is_null()) {
       return send_error(res,
@@ -430,8 +439,8 @@ class Routes {
     if (!query->is_string()) {
       return send_error(res, field_error(ErrorCode::kInvalidType, "query", "must be a string"));
     }
-    job.query = query->get<std::string>();
-    if (job.query.empty()) {
+    const std::string query_text = query->get<std::string>();
+    if (query_text.empty()) {
       return send_error(
           res, field_error(ErrorCode::kInvalidValue, "query", "the query is an empty string"));
     }
@@ -448,6 +457,7 @@ class Routes {
       return send_error(res,
                         field_error(ErrorCode::kInvalidValue, "documents", "the list is empty"));
     }
+    std::vector<std::string> texts;
     for (size_t i = 0; i < docs->size(); ++i) {
       const Json& d = (*docs)[i];
       const std::string field = "documents[" + std::to_string(i) + "]";
@@ -457,12 +467,13 @@ class Routes {
       if (!text->is_string()) {
         return send_error(res, field_error(ErrorCode::kInvalidType, field, "must be a string"));
       }
-      job.texts.push_back(text->get<std::string>());
-      if (job.texts.back().empty()) {
+      texts.push_back(text->get<std::string>());
+      if (texts.back().empty()) {
         return send_error(
             res, field_error(ErrorCode::kInvalidValue, field, "the document is an empty string"));
       }
     }
+    size_t top_n = 0;
     if (const auto it = body.find("top_n"); it != body.end() && !it->is_null()) {
       if (!it->is_number_integer()) {
         return send_error(res, field_error(ErrorCode::kInvalidType, "top_n", "must be an integer"));
@@ -470,74 +481,91 @@ class Routes {
       if (it->get<int64_t>() < 1) {
         return send_error(res, field_error(ErrorCode::kInvalidValue, "top_n", "must be >= 1"));
       }
-      job.top_n = static_cast<size_t>(it->get<int64_t>());
+      top_n = static_cast<size_t>(it->get<int64_t>());
     }
     Result<bool> return_documents = optional_bool(body, "return_documents", true);
     if (!return_documents.ok()) return send_error(res, return_documents.status());
     Result<bool> truncate = optional_bool(body, "truncate", false);
     if (!truncate.ok()) return send_error(res, truncate.status());
-    job.options.truncate = *truncate;
-    const std::vector<std::string> texts = job.texts;
 
-    std::shared_ptr<serve::EmbeddingTicket> ticket;
-    if (!submit_and_wait(std::move(job), req, res, ticket)) return;
-    const RerankResult& r = ticket->rerank();
+    Result<RerankResult> ranked =
+        run_rerank(query_text, texts, top_n, *truncate, *c, [&req] { return req.client_gone(); });
+    if (!ranked.ok()) return send_failure(res, ranked.status(), *c);
     Json results = Json::array();
-    for (const RerankItem& item : r.items) {
+    for (const RerankItem& item : ranked->items) {
       Json one = {{"index", item.index}, {"relevance_score", item.score}};
       if (*return_documents) one["document"] = {{"text", texts[item.index]}};
       results.push_back(std::move(one));
     }
     const Json out = {
         {"object", "list"},
-        {"model", bert_->model_id},
+        {"model", inference_.model_id},
         {"results", std::move(results)},
-        {"usage", {{"prompt_tokens", r.prompt_tokens}, {"total_tokens", r.prompt_tokens}}}};
+        {"usage",
+         {{"prompt_tokens", ranked->prompt_tokens}, {"total_tokens", ranked->prompt_tokens}}}};
     res.set_content(out.dump(), std::string(kJson));
   }
 
  private:
-  // Submits and waits for the outcome; false when an error (or nothing, the client having gone)
-  // was answered instead.
-  bool submit_and_wait(serve::EmbeddingJob job, const http::Request& req, http::Response& res,
-                       std::shared_ptr<serve::EmbeddingTicket>& ticket) const {
-    serve::EmbeddingService& service = *bert_->service;
-    Result<std::shared_ptr<serve::EmbeddingTicket>> submitted = service.submit(std::move(job));
-    if (!submitted.ok()) {
-      const Status& s = submitted.status();
-      const bool retry = s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable;
-      send_error(res, s, retry ? std::optional(service.retry_after_s()) : std::nullopt);
-      return false;
+  // One request per (query, document) pair, scored on the Service like an embedding: the
+  // cross-encoder's classifier on the pair's first token.
+  Result<RerankResult> run_rerank(const std::string& query, std::span<const std::string> documents,
+                                  size_t top_n, bool truncate, serve::RequestClass c,
+                                  const std::function<bool()>& cancelled) const {
+    serve::Service& service = *inference_.service;
+    Result<std::vector<RerankPair>> pairs =
+        rerank_pairs(*inference_.tokenizer, query, documents, service.n_ctx(), truncate);
+    if (!pairs.ok()) return api_status(pairs.status());
+    RerankResult result;
+    std::vector<serve::GenerationRequest> requests(pairs->size());
+    for (size_t i = 0; i < pairs->size(); ++i) {
+      RerankPair& pair = (*pairs)[i];
+      result.items.push_back({.index = i, .score = 0.0f, .n_tokens = pair.tokens.size()});
+      result.prompt_tokens += pair.tokens.size();
+      serve::GenerationRequest& request = requests[i];
+      request.id = "rerank-" + std::to_string(i);
+      request.prompt = std::move(pair.tokens);
+      request.embedding = serve::EmbeddingSpec{
+          .pooling = PoolingType::kRank, .normalize = false, .token_types = std::move(pair.types)};
+      request.request_class = c;
     }
-    ticket = std::move(*submitted);
-    while (!ticket->wait_for(kPollInterval)) {
-      if (req.client_gone()) {
-        ticket->cancel();  // skipped if it has not started
-        res.status = kClientClosedRequest;
-        return false;
-      }
+    SYN_ASSIGN_OR_RETURN(std::vector<std::vector<float>> scores,
+                         run_prefill_requests(service, std::move(requests), cancelled));
+    for (size_t i = 0; i < scores.size(); ++i) {
+      if (scores[i].empty()) return Status(ErrorCode::kInternal, "a rerank score is missing");
+      result.items[i].score = scores[i][0];
     }
-    if (!ticket->status().ok()) {
-      send_error(res, api_status(ticket->status()));
-      return false;
-    }
-    return true;
+    SYN_RETURN_IF_ERROR(rank_documents(result, top_n));
+    return result;
   }
 
-  const Embeddings* bert_;
-  const Inference* decoder_;
+  // An error of a request that ran: 499 when the client went away, else the status (with
+  // Retry-After when it is transient).
+  void send_failure(http::Response& res, const Status& s, serve::RequestClass c) const {
+    if (s.code() == ErrorCode::kCancelled) {
+      res.status = kClientClosedRequest;
+      return;
+    }
+    std::optional<uint32_t> retry_s;
+    if (s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable) {
+      retry_s = inference_.service->retry_after_s(c);
+    }
+    send_error(res, s, retry_s);
+  }
+
+  const Inference& inference_;
   const api::RequestLimits limits_;
 };
 
 }  // namespace
 
-void add_embedding_routes(http::Router& router, const Embeddings* bert, const Inference* decoder,
+void add_embedding_routes(http::Router& router, const Inference& inference,
                           const api::RequestLimits& limits) {
-  auto routes = std::make_shared<const Routes>(bert, decoder, limits);
+  auto routes = std::make_shared<const Routes>(inference, limits);
   router.add("POST", "/v1/embeddings", [routes](const http::Request& req, http::Response& res) {
     routes->embeddings(req, res);
   });
-  if (bert == nullptr) return;  // a decoder does not rerank (add_wrong_model_routes says so)
+  // Every model answers rerank: a cross-encoder with scores, any other with what it cannot do.
   for (const char* path : {"/v1/rerank", "/rerank"}) {
     router.add("POST", path, [routes](const http::Request& req, http::Response& res) {
       routes->rerank(req, res);
@@ -545,23 +573,15 @@ void add_embedding_routes(http::Router& router, const Embeddings* bert, const In
   }
 }
 
-void add_wrong_model_routes(http::Router& router, const std::string& model_id, bool generation) {
-  const std::string message =
-      generation ? "the model '" + model_id +
-                       "' is an embedding model; this server answers /v1/embeddings and "
-                       "/v1/rerank, not text generation"
-                 : "the model '" + model_id +
-                       "' generates text; rerank needs an encoder (BERT-family) cross-encoder "
-                       "model served on its own";
+void add_wrong_model_routes(http::Router& router, const std::string& model_id) {
+  const std::string message = "the model '" + model_id +
+                              "' is an embedding model; this server answers /v1/embeddings and "
+                              "/v1/rerank, not text generation";
   auto handler = [message](const http::Request&, http::Response& res) {
     send_error(res, field_error(ErrorCode::kUnsupportedParameter, "model", message));
   };
-  if (generation) {
-    for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
-      router.add("POST", path, handler);
-    }
-  } else {
-    for (const char* path : {"/v1/rerank", "/rerank"}) router.add("POST", path, handler);
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    router.add("POST", path, handler);
   }
 }
 

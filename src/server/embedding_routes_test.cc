@@ -11,9 +11,10 @@ namespace synapse::server {
 namespace {
 
 Status run(std::string_view body) {
-  const Embeddings bert{.service = nullptr, .model_id = "served-model"};
+  Inference inference;
+  inference.model_id = "served-model";
   Result<std::string> r =
-      run_embeddings_request(&bert, nullptr, body, serve::RequestClass::kInteractive);
+      run_embeddings_request(inference, body, serve::RequestClass::kInteractive);
   EXPECT_FALSE(r.ok());
   return r.ok() ? ok_status() : r.status();
 }

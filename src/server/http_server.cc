@@ -75,12 +75,8 @@ http::Router build_routes(const ServerOptions& options, const HttpMetrics& metri
   const Inference* inference = options.inference;
   if (inference != nullptr) {
     add_inference_routes(router, *inference, limits);
-    add_embedding_routes(router, nullptr, inference, limits);
-    add_wrong_model_routes(router, inference->model_id, /*generation=*/false);
-  }
-  if (options.embeddings != nullptr) {
-    add_embedding_routes(router, options.embeddings, nullptr, limits);
-    add_wrong_model_routes(router, options.embeddings->model_id, /*generation=*/true);
+    add_embedding_routes(router, *inference, limits);
+    if (!inference->service->generates()) add_wrong_model_routes(router, inference->model_id);
   }
   if (options.jobs != nullptr && options.jobs->store != nullptr) {
     add_job_routes(router, *options.jobs);

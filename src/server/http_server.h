@@ -46,9 +46,8 @@ struct ServerOptions {
   // no thread.
   int threads = 8;
   std::vector<api::ModelInfo> models;
-  const Inference* inference = nullptr;  // not owned; none: no generation routes
-  // Not owned; an embedding model: the embedding routes, and generation routes answer 400.
-  const Embeddings* embeddings = nullptr;
+  // Not owned; the model routes (generation, embeddings, rerank); none: no model routes.
+  const Inference* inference = nullptr;
   // Not owned; the durable job routes (/v1/jobs, /v1/files, /v1/batches) when set.
   const JobsApi* jobs = nullptr;
 };

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the generation routes of the HTTP server need: the service to submit to, the model's
-// tokenizer (immutable, shared by the HTTP threads), its chat template and the served model's
-// id. Built once by `synapse serve` (or a test) and handed to HttpServer by pointer; it must
-// outlive the server.
+// What the model routes of the HTTP server need (generation, embeddings, rerank): the service to
+// submit to, the model's tokenizer (immutable, shared by the HTTP threads), its chat template and
+// the served model's id. Built once by `synapse serve` (or a test) and handed to HttpServer by
+// pointer; it must outlive the server.
 #pragma once
 
 #include <memory>
@@ -11,7 +11,6 @@
 
 #include "base/status.h"
 #include "chat/chat_template.h"
-#include "serve/embedding_service.h"
 #include "serve/service.h"
 #include "tokenizer/tokenizer.h"
 
@@ -33,21 +32,14 @@ struct Inference {
   std::string bos_token;  // the template's bos_token / eos_token variables
   std::string eos_token;
   int32_t default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
-  // /v1/embeddings on this decoder: its default pooling (<arch>.pooling_type, else last) and
-  // the end-of-sequence id its tokenizer appends (kept when an input is truncated).
+  // /v1/embeddings on this model: its default pooling (<arch>.pooling_type, else last) and
+  // the closing token its tokenizer appends ([SEP], a decoder's EOS; kept when an input is
+  // truncated).
   PoolingType embedding_pooling = PoolingType::kLast;
   std::optional<int32_t> appended_eos;
   // Compiled output constraints (response formats, tools), shared by the HTTP routes and the
   // job executor; when null each route table makes its own.
   std::shared_ptr<OutputConstraints> constraints;
-};
-
-// What the embedding routes need for a BERT-family model: the executor that owns the encoder
-// model, and the served model's id. Built by `synapse serve`; it must outlive the server. (A
-// decoder model embeds through its Inference: the same Service as generation.)
-struct Embeddings {
-  serve::EmbeddingService* service = nullptr;
-  std::string model_id;
 };
 
 }  // namespace synapse::server

@@ -577,13 +577,16 @@ Result<std::string> run_generation_request(const Inference& inference, std::stri
 void add_inference_routes(http::Router& router, const Inference& inference,
                           const api::RequestLimits& limits) {
   auto routes = std::make_shared<const Routes>(inference, limits);
-  router.add("POST", "/v1/completions", [routes](const http::Request& req, http::Response& res) {
-    routes->completions(req, res);
-  });
-  router.add("POST", "/v1/chat/completions",
-             [routes](const http::Request& req, http::Response& res) {
-               routes->chat_completions(req, res);
-             });
+  // A model that does not generate gets add_wrong_model_routes' answers there instead.
+  if (inference.service == nullptr || inference.service->generates()) {
+    router.add("POST", "/v1/completions", [routes](const http::Request& req, http::Response& res) {
+      routes->completions(req, res);
+    });
+    router.add("POST", "/v1/chat/completions",
+               [routes](const http::Request& req, http::Response& res) {
+                 routes->chat_completions(req, res);
+               });
+  }
   router.add("POST", "/tokenize", [routes](const http::Request& req, http::Response& res) {
     routes->tokenize(req, res);
   });

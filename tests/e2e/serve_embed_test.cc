@@ -294,7 +294,8 @@ TEST_F(ServeEmbedTest, FullQueueAnswers429) {
   auto server = start("bert.gguf", "--queue-limit 1");
   ASSERT_GT(server->port(), 0);
   // Many clients at once against a queue of one: each gets its vectors or a 429 queue_full
-  // with Retry-After, never anything else.
+  // (naming the class whose queue is full, as generation does) with Retry-After, never
+  // anything else.
   std::vector<std::string> many(64, "the cat sat on the mat");
   const std::string body = Json{{"input", many}}.dump();
   std::vector<Reply> replies(12);
@@ -310,10 +311,15 @@ TEST_F(ServeEmbedTest, FullQueueAnswers429) {
       EXPECT_EQ(r.body["data"].size(), many.size());
       continue;
     }
-    expect_error(r, "queue_full", "", 429);
+    expect_error(r, "queue_full", "request_class", 429);
     EXPECT_NE(r.headers.find("Retry-After: "), std::string::npos) << r.headers;
   }
   EXPECT_GE(ok, 1u);
+  // Alone, a request of more inputs than the queue holds is answered whole: its inputs wait for
+  // each other rather than overflow the queue.
+  const Reply alone = post(*server, "/v1/embeddings", body);
+  EXPECT_EQ(alone.status, 200) << alone.body.dump();
+  EXPECT_EQ(alone.body["data"].size(), many.size());
   EXPECT_EQ(server->stop(), 0);
 }
 
@@ -411,7 +417,11 @@ TEST_F(ServeEmbedTest, DecoderModelServesEmbeddings) {
   EXPECT_EQ(decode_base64_floats(ids.body["data"][1]["embedding"]).size(), 64u);
 
   expect_error(embed(R"({"input": "a", "pooling": "cls"})"), "unsupported_parameter", "pooling");
-  expect_error(embed(R"({"input": "a", "pooling": "none"})"), "unsupported_parameter", "pooling");
+  // Per-token vectors: the rows of `synapse embed --pooling none`, through the same service.
+  const Json rows = cli_vectors("decoder.gguf", {kInputs[0]}, " --pooling none");
+  const Reply none = embed(Json{{"input", kInputs[0]}, {"pooling", "none"}}.dump());
+  ASSERT_EQ(none.status, 200) << none.body.dump();
+  EXPECT_EQ(none.body["data"][0]["embedding"], rows[0]);
   expect_error(embed(R"({"input": "a", "priority": "urgent"})"), "invalid_value", "priority");
   expect_error(embed(R"({"input": ["a", ""]})"), "invalid_value", "input[1]");
   expect_error(embed(R"({"input": [1, 99999999]})"), "invalid_value", "input[0]");
