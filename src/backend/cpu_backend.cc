@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -200,6 +201,10 @@ void CpuBackend::kv_store(const float* k, const float* v, size_t stride, size_t 
 void CpuBackend::attention(const float* q, size_t q_stride, const int64_t* positions, float* out,
                            size_t out_stride, std::span<const SequenceRows> sequences,
                            const KvFormat& format, const AttentionParams& params) {
+  if (!params.causal && format.type == TensorType::kF32 && params.window == 0 &&
+      params.softcap == 0.0f) {
+    return attention_whole_sequences(q, q_stride, out, out_stride, sequences, format, params);
+  }
   const size_t heads = params.n_kv_heads;
   size_t n_tasks = 0;
   for (const SequenceRows& s : sequences) n_tasks += s.n_rows * heads;
@@ -222,6 +227,30 @@ void CpuBackend::attention(const float* q, size_t q_stride, const int64_t* posit
   } else {
     pool_.parallel_for(n_tasks, task_fn);
   }
+}
+
+// Each (sequence, query head) is one task: a sequence runs whole, so its result depends on it
+// alone, whatever else the step holds.
+void CpuBackend::attention_whole_sequences(const float* q, size_t q_stride, float* out,
+                                           size_t out_stride,
+                                           std::span<const SequenceRows> sequences,
+                                           const KvFormat& format, const AttentionParams& params) {
+  size_t per_task = 0;
+  for (const SequenceRows& s : sequences) {
+    per_task = std::max(
+        per_task, whole_sequence_scratch_floats(s.n_rows, s.n_past + s.n_rows, params.head_dim));
+  }
+  const size_t threads = static_cast<size_t>(pool_.size());
+  if (attention_scratch_.size() < per_task * threads) attention_scratch_.resize(per_task * threads);
+  const size_t heads = params.n_heads;
+  pool_.parallel_for(sequences.size() * heads, [&](size_t task, int thread) {
+    const SequenceRows& s = sequences[task / heads];
+    const KvPages kv{s.kv.k_pages,        s.kv.v_pages, format.page_tokens,
+                     s.n_past + s.n_rows, format.type,  format.row_elements};
+    attend_whole_sequence(kernels_, params, kv, q + s.first_row * q_stride, q_stride, s.n_rows,
+                          task % heads, out + s.first_row * out_stride, out_stride,
+                          attention_scratch_.data() + static_cast<size_t>(thread) * per_task);
+  });
 }
 
 void CpuBackend::swiglu(const float* gate, const float* up, size_t stride, size_t n_rows,

@@ -71,6 +71,11 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() { return pool_; }
 
  private:
+  // Bidirectional attention of whole sequences through score matrices (kernels/attention.h).
+  void attention_whole_sequences(const float* q, size_t q_stride, float* out, size_t out_stride,
+                                 std::span<const SequenceRows> sequences, const KvFormat& format,
+                                 const AttentionParams& params);
+  std::vector<float> attention_scratch_;  // per thread, grown to the longest sequence seen
   size_t moe_matmul_bytes(const MoeWeights& w, size_t n_rows, MatmulMode mode) const;
   // fn(row) for every row: inline for a few rows (a decode step), on the pool for many.
   template <typename Fn>

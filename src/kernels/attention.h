@@ -31,4 +31,15 @@ void attention(const KernelTable& kernels, const AttentionParams& params, const 
 void attend_query(const KernelTable& kernels, const AttentionParams& params, const KvPages& kv,
                   const AttentionBatch& batch, size_t i, size_t kv_head);
 
+// Bidirectional attention of one whole sequence (an encoder's), for one query head: every row
+// sees all n_keys cached tokens (F32 cache, no window, no soft-cap). The scores are a matrix
+// computed with the F32 dot tiles (keys as weight rows, queries as columns), then a softmax per
+// query, then the values, transposed into rows, give the weighted sums through the same tiles:
+// many queries share each key row, which the online-softmax kernel cannot exploit. `scratch`
+// holds whole_sequence_scratch_floats(n_rows, n_keys, head_dim) floats.
+size_t whole_sequence_scratch_floats(size_t n_rows, size_t n_keys, size_t head_dim);
+void attend_whole_sequence(const KernelTable& kernels, const AttentionParams& params,
+                           const KvPages& kv, const float* q, size_t q_stride, size_t n_rows,
+                           size_t head, float* out, size_t out_stride, float* scratch);
+
 }  // namespace synapse

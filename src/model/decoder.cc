@@ -56,7 +56,12 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(std::unique_ptr<ModelFi
   // llama.cpp, which keeps them F32 in its graph): F32 keeps it at parity, and its context is
   // short.
   if (ir.bidirectional) ir.kv_type = TensorType::kF32;
-  SYN_ASSIGN_OR_RETURN(ExecutionPlan plan, lower_ir(ir, backend, options.matmul_mode));
+  // A caller that fixes the stream route does so for batch invariance (decode-shaped kernels
+  // for every row). A bidirectional model never decodes: all its rows are prefill, where the
+  // tiled kernels are much faster and just as batch-invariant (a fixed route either way).
+  MatmulMode mode = options.matmul_mode;
+  if (ir.bidirectional && mode.route == MatmulRoute::kStream) mode.route = MatmulRoute::kTiled;
+  SYN_ASSIGN_OR_RETURN(ExecutionPlan plan, lower_ir(ir, backend, mode));
   return std::unique_ptr<DecoderModel>(
       new DecoderModel(std::move(file), backend, std::move(ir), std::move(plan)));
 }
@@ -346,8 +351,8 @@ Status DecoderModel::forward(const ForwardBatch& b) {
           break;
         case BackendOp::kAttention: {
           set_layer(op.layer);
-          const AttentionParams params{op.n_heads,         op.n_kv_heads, op.head_dim,
-                                       op.attention_scale, op.softcap,    op.window};
+          const AttentionParams params{op.n_heads, op.n_kv_heads, op.head_dim, op.attention_scale,
+                                       op.softcap, op.window,     op.causal};
           // A bidirectional row sees its whole sequence: its last key is the sequence's last.
           backend_.attention(ptr(op.input), stride(op.input),
                              op.causal ? positions_.data() : sequence_ends_.data(), ptr(op.output),
