@@ -4,6 +4,9 @@
 // model's, bad head geometry. And the plan names a kernel for every op.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <utility>
+
 #include "backend/cpu_backend.h"
 #include "kernels/kernel_selection.h"
 #include "model/decoder.h"
@@ -60,6 +63,35 @@ TEST_F(ModelIrTest, PlanNamesAKernelForEveryOp) {
   const std::string text = format_plan((*model)->ir(), plan);
   EXPECT_NE(text.find("attn_q_norm.weight"), std::string::npos) << text;
   EXPECT_NE(text.find("Q4_K"), std::string::npos) << text;
+}
+
+// Gemma's 27B models scale queries by 1/sqrt(n_embd / n_head) (query_pre_attn_scalar), every
+// other size by 1/sqrt(head size); the 27B is told by its block count, as llama.cpp tells it.
+TEST_F(ModelIrTest, GemmaTwentySevenBScalesQueriesByTheWidthPerHead) {
+  for (const auto& [arch, blocks_27b] : {std::pair<const char*, uint32_t>{"gemma2", 46},
+                                         std::pair<const char*, uint32_t>{"gemma3", 62}}) {
+    for (const uint32_t blocks : {uint32_t{2}, blocks_27b}) {
+      SynthOptions o;
+      o.arch = arch;
+      o.n_layer = blocks;
+      o.n_embd = 96;
+      o.n_head = 2;
+      o.head_dim = 32;  // n_embd / n_head is 48
+      o.n_ff = 64;
+      auto model = DecoderModel::open(synth(o, std::string(arch) + ".gguf"), backend_);
+      ASSERT_TRUE(model.ok()) << model.status().to_string();
+      const float expected = 1.0f / std::sqrt(blocks == blocks_27b ? 48.0f : 32.0f);
+      size_t attention_ops = 0;
+      for (const IrRegion& r : (*model)->ir().regions) {
+        for (const IrOp& op : r.ops) {
+          if (op.kind != BackendOp::kAttention) continue;
+          ++attention_ops;
+          EXPECT_EQ(op.attention_scale, expected) << arch << " " << blocks << " " << r.name();
+        }
+      }
+      EXPECT_EQ(attention_ops, blocks);
+    }
+  }
 }
 
 TEST_F(ModelIrTest, RejectsBeforeAnythingRuns) {

@@ -204,7 +204,9 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
   attention.n_kv_heads = hp_.n_head_kv;
   attention.head_dim = hp_.head_dim_k;
   attention.layer = b;
-  attention.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
+  attention.attention_scale = options.query_scale > 0.0f
+                                  ? options.query_scale
+                                  : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
   attention.softcap = options.softcap;
   attention.window = options.window;
   const IrSlice heads = attention.output;

@@ -30,6 +30,7 @@ struct AttentionBlockOptions {
   bool post_norm = false;        // post_attention_norm of the output before the residual (Gemma)
   uint32_t window = 0;           // sliding window in tokens (0: the whole context)
   float softcap = 0.0f;          // attention score soft-cap (Gemma 2)
+  float query_scale = 0.0f;      // the score scale; 0: 1/sqrt(head size)
   float rope_freq_base = 0.0f;   // 0: the model's base (Gemma 3's local layers have their own)
   bool rope_unscaled = false;    // ignore the model's RoPE scaling (Gemma 3's local layers)
   // Per-pair RoPE frequency divisors: this tensor ("" : rope_freqs.weight when the file has it).

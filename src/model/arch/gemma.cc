@@ -92,6 +92,9 @@ Result<ModelIr> GemmaArchitecture::build_graph(const HParams& hp, const ModelFil
   for (uint32_t b = 0; b < hp.n_layer; ++b) {
     AttentionBlockOptions attention = attention_options(traits().blocks);
     attention.softcap = hp.attn_softcap;
+    if (gemma_.scaled_by_width_layers != 0 && hp.n_layer == gemma_.scaled_by_width_layers) {
+      attention.query_scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd / hp.n_head));
+    }
     if (hp.is_local_layer(b)) {
       attention.window = hp.sliding_window;
       if (gemma_.local_rope_base) {

@@ -16,6 +16,10 @@ struct GemmaTraits {
   uint32_t default_swa_period = 0;  // local layers: il % period < period - 1
   bool softcaps = false;            // Gemma 2's attention and final soft-caps
   bool local_rope_base = false;     // Gemma 3: rope.freq_base_swa on local layers, unscaled
+  // The block count of the family's 27B model, whose queries are scaled by
+  // 1/sqrt(n_embd / n_head) (Gemma's query_pre_attn_scalar) instead of 1/sqrt(head size): the
+  // two differ only there. llama.cpp tells the 27B by its block count too.
+  uint32_t scaled_by_width_layers = 0;
 };
 
 class GemmaArchitecture final : public DecoderArchitecture {

@@ -9,7 +9,7 @@ namespace synapse::arch {
 
 const Architecture& gemma2_architecture() {
   static const GemmaArchitecture instance(
-      {.name = "gemma2", .default_swa_period = 2, .softcaps = true});
+      {.name = "gemma2", .default_swa_period = 2, .softcaps = true, .scaled_by_width_layers = 46});
   return instance;
 }
 

@@ -8,8 +8,11 @@
 namespace synapse::arch {
 
 const Architecture& gemma3_architecture() {
-  static const GemmaArchitecture instance(
-      {.name = "gemma3", .qk_norm = true, .default_swa_period = 6, .local_rope_base = true});
+  static const GemmaArchitecture instance({.name = "gemma3",
+                                           .qk_norm = true,
+                                           .default_swa_period = 6,
+                                           .local_rope_base = true,
+                                           .scaled_by_width_layers = 62});
   return instance;
 }
 
