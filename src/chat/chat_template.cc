@@ -32,12 +32,15 @@ std::string_view family_name(TemplateFamily family) {
       return "deepseek";
     case TemplateFamily::kZephyr:
       return "zephyr";
+    case TemplateFamily::kLfm2:
+      return "lfm2";
   }
   return "unknown";
 }
 
 TemplateFamily detect_family(std::string_view source) {
   auto has = [&](std::string_view marker) { return source.find(marker) != std::string_view::npos; };
+  if (has("<|tool_list_start|>") || has("<|tool_call_start|>")) return TemplateFamily::kLfm2;
   if (has("<|im_start|>")) return TemplateFamily::kChatml;
   if (has("<|start_header_id|>")) return TemplateFamily::kLlama3;
   if (has("<start_of_turn>")) return TemplateFamily::kGemma;

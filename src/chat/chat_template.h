@@ -56,6 +56,7 @@ enum class TemplateFamily : uint8_t {
   kGemma,
   kDeepseek,
   kZephyr,
+  kLfm2,  // ChatML turns with <|tool_list_start|> / <|tool_call_start|> (Liquid AI's LFM2)
 };
 std::string_view family_name(TemplateFamily family);
 TemplateFamily detect_family(std::string_view source);

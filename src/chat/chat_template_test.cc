@@ -37,6 +37,8 @@ TEST(ChatTemplate, EveryBuiltinCompilesValidatesAndIsRecognized) {
   EXPECT_EQ(detect_family(*builtin_template("mixtral")), TemplateFamily::kMistral);
   EXPECT_EQ(detect_family(*builtin_template("gemma")), TemplateFamily::kGemma);
   EXPECT_EQ(detect_family(*builtin_template("phi3")), TemplateFamily::kPhi3);
+  EXPECT_EQ(detect_family(*builtin_template("lfm2")), TemplateFamily::kLfm2);
+  EXPECT_EQ(detect_family(*builtin_template("chatml")), TemplateFamily::kChatml);
   EXPECT_EQ(detect_family("{{ messages }}"), TemplateFamily::kUnknown);
 }
 

@@ -268,6 +268,11 @@ ToolCallSyntax tool_call_syntax(TemplateFamily family) {
       syntax.list_open = "[TOOL_CALLS]";
       syntax.separator = ", ";
       break;
+    case TemplateFamily::kLfm2:
+      // LFM2's JSON call form (its other, Pythonic form f(a=1) is not parsed).
+      syntax.list_open = "<|tool_call_start|>";
+      syntax.separator = ", ";
+      break;
     default:  // chatml and every family without a convention of its own: Hermes
       syntax.open = "<tool_call>\n";
       syntax.close = "\n</tool_call>";

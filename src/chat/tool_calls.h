@@ -5,6 +5,7 @@
 //   chatml (Qwen 2.5/3, Hermes):  <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
 //   llama3 (3.1/3.2 JSON):        {"name": "f", "parameters": {...}}
 //   mistral:                      [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...]
+//   lfm2:                         <|tool_call_start|>[{"name": "f", "arguments": {...}}, ...]
 // Families with no tool-call convention use the chatml (Hermes) form, which the grammar then
 // forces; in `auto` mode such a model only calls a tool if it writes that form itself.
 #pragma once

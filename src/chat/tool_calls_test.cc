@@ -34,6 +34,16 @@ TEST(ToolCalls, Llama3AndMistralForms) {
       tool_call_syntax(TemplateFamily::kMistral));
   ASSERT_EQ(mistral.calls.size(), 2u);
   EXPECT_EQ(mistral.calls[1].name, "b");
+
+  // LFM2's JSON form, closed by its end token.
+  const ParsedReply lfm2 = parse_tool_calls(
+      "<|tool_call_start|>[{\"name\": \"a\", \"arguments\": {\"k\": 1}}, {\"name\": "
+      "\"b\", \"arguments\": {}}]<|tool_call_end|>",
+      tool_call_syntax(TemplateFamily::kLfm2));
+  ASSERT_EQ(lfm2.calls.size(), 2u);
+  EXPECT_EQ(lfm2.calls[0].name, "a");
+  EXPECT_EQ(lfm2.calls[0].arguments, "{\"k\": 1}");
+  EXPECT_EQ(lfm2.content, "");
 }
 
 TEST(ToolCalls, TextThatIsNoCallStaysContent) {
@@ -66,6 +76,8 @@ TEST(ToolCalls, StreamedDeltasAssembleToTheWholeReply) {
       {TemplateFamily::kMistral,
        "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"k\": 1}}, {\"name\": \"b\", "
        "\"arguments\": {}}]"},
+      {TemplateFamily::kLfm2,
+       "<|tool_call_start|>[{\"name\": \"a\", \"arguments\": {\"k\": 1}}]<|tool_call_end|>"},
   };
   for (const Case& c : cases) {
     const ToolCallSyntax syntax = tool_call_syntax(c.family);
