@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "model/arch/architecture.h"
 #include "synth/synth_model.h"
 
 namespace synapse::cli {
@@ -35,8 +36,11 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "synth", "Write a deterministic random-weight model (same options and seed: same bytes)");
   cmd->add_option("-o,--output", o->output, "Output GGUF file")->required();
-  cmd->add_option("--arch", o->synth.arch, "Architecture: llama, qwen2, qwen3, bert")
-      ->capture_default_str();
+  std::string arch_names;
+  for (const std::string_view name : architecture_names()) {
+    arch_names += (arch_names.empty() ? "" : ", ") + std::string(name);
+  }
+  cmd->add_option("--arch", o->synth.arch, "Architecture: " + arch_names)->capture_default_str();
   cmd->add_option("--name", o->synth.name, "general.name (default synapse-synth-<arch>)");
   cmd->add_option("--seed", o->synth.seed, "Random seed")->capture_default_str();
   cmd->add_option("--n-vocab", o->synth.n_vocab,

@@ -14,6 +14,11 @@ namespace {
 
 constexpr int32_t kTokenTypeNormal = 1;
 constexpr int32_t kTokenTypeControl = 3;
+constexpr int32_t kTokenTypeUnused = 5;
+// Merges learned from the built-in corpus stop when its pairs run out (a few hundred tokens);
+// a larger vocabulary (a benchmark of a 262,144-token model's shape) is padded with unused
+// tokens, as real vocabularies reserve them, which no text encodes to.
+constexpr uint32_t kMaxSyntheticVocab = 1u << 20;
 
 // GPT-2's byte-to-character table: printable bytes map to themselves, the others to U+0100 onward,
 // so every byte sequence becomes printable text.
@@ -102,10 +107,16 @@ Result<SyntheticVocab> make_byte_level_bpe_vocab(uint32_t n_vocab) {
       }
     }
     if (best == nullptr) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "the built-in corpus supports at most " +
-                        std::to_string(vocab.tokens.size() + kSpecialCount) +
-                        " synthetic BPE tokens; use --vocab-from for a larger vocabulary");
+      if (n_vocab > kMaxSyntheticVocab) {
+        return Status(ErrorCode::kInvalidArgument, "a synthetic vocabulary holds at most " +
+                                                       std::to_string(kMaxSyntheticVocab) +
+                                                       " tokens");
+      }
+      for (uint32_t i = 0; vocab.tokens.size() < n_normal; ++i) {
+        vocab.tokens.push_back("<unused_" + std::to_string(i) + ">");
+        vocab.token_types.push_back(kTokenTypeUnused);
+      }
+      break;
     }
     const std::string merged = best->first + best->second;
     vocab.merges.push_back(best->first + " " + best->second);

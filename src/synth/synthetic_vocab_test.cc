@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 #include "base/utf8.h"
 
@@ -51,9 +52,28 @@ TEST(SyntheticVocab, DeterministicAndPrefixStable) {
 TEST(SyntheticVocab, SizeLimits) {
   EXPECT_EQ(make_byte_level_bpe_vocab(258).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(make_byte_level_bpe_vocab(259).ok());
-  EXPECT_EQ(make_byte_level_bpe_vocab(100000).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(make_byte_level_bpe_vocab((1u << 20) + 1).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(make_wordpiece_vocab(10).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(make_wordpiece_vocab(100000).status().code(), ErrorCode::kInvalidArgument);
+}
+
+// Past what the corpus teaches, a vocabulary is padded with unused tokens (a 262,144-token
+// model's shape for benchmarks): the learned part is unchanged, and the three control tokens
+// stay last.
+TEST(SyntheticVocab, LargeVocabulariesArePaddedWithUnusedTokens) {
+  const SyntheticVocab small = *make_byte_level_bpe_vocab(400);
+  const SyntheticVocab large = *make_byte_level_bpe_vocab(100000);
+  ASSERT_EQ(large.tokens.size(), 100000u);
+  EXPECT_TRUE(std::equal(small.merges.begin(), small.merges.end(), large.merges.begin()));
+  size_t unused = 0;
+  for (size_t i = 0; i < large.tokens.size(); ++i) {
+    if (large.token_types[i] != 5) continue;
+    EXPECT_EQ(large.tokens[i], "<unused_" + std::to_string(unused) + ">");
+    ++unused;
+  }
+  EXPECT_GT(unused, 99000u);
+  EXPECT_EQ(large.token_types.back(), 3);
+  EXPECT_EQ(large.merges.size() + 256 + unused + 3, large.tokens.size());
 }
 
 TEST(SyntheticVocab, WordPiece) {
