@@ -128,33 +128,10 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
 
   r.ops.push_back(norm_op("attn_norm", {hidden_, 0, d}, {normed_, 0, d}, name("attn_norm.weight")));
 
-  IrOp qkv;
-  qkv.kind = BackendOp::kMatmul;
-  qkv.label = "q|k|v";
-  qkv.input = {normed_, 0, d};
-  qkv.output = {qkv_, 0, q + k + v};
-  if (options.fused_qkv) {
-    qkv.weights.push_back(weight(name("attn_qkv.weight"), {d, uint64_t{q} + k + v}));
-  } else {
-    qkv.weights.push_back(weight(name("attn_q.weight"), {d, q}));
-    qkv.weights.push_back(weight(name("attn_k.weight"), {d, k}));
-    qkv.weights.push_back(weight(name("attn_v.weight"), {d, v}));
-  }
-  r.ops.push_back(std::move(qkv));
-
-  const struct {
-    const char* tensor;
-    uint32_t offset, width;
-  } biases[] = {{"attn_q.bias", 0, q}, {"attn_k.bias", q, k}, {"attn_v.bias", q + k, v}};
-  for (const auto& bias : biases) {
-    if (!options.qkv_bias && !(options.optional_biases && has(name(bias.tensor)))) continue;
-    IrOp op;
-    op.kind = BackendOp::kAddBias;
-    op.label = bias.tensor;
-    op.output = {qkv_, bias.offset, bias.width};
-    op.weights.push_back(weight(name(bias.tensor), {bias.width}));
-    r.ops.push_back(std::move(op));
-  }
+  const QkvBiases biases = options.qkv_bias          ? QkvBiases::kRequired
+                           : options.optional_biases ? QkvBiases::kIfInFile
+                                                     : QkvBiases::kNone;
+  qkv_ops(r, b, {normed_, 0, d}, options.fused_qkv, biases);
 
   if (options.qk_norm) {
     const struct {
@@ -193,22 +170,8 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
 
   r.ops.push_back(kv_store_op(b, {qkv_, q, k + v}, hp_.n_head_kv, hp_.head_dim_k));
 
-  IrOp attention;
-  attention.kind = BackendOp::kAttention;
-  attention.label = options.window > 0
-                        ? "causal attention, window " + std::to_string(options.window)
-                        : std::string("causal attention");
-  attention.input = {qkv_, 0, q};
-  attention.output = {attention_, 0, hp_.n_head * hp_.head_dim_v};
-  attention.n_heads = hp_.n_head;
-  attention.n_kv_heads = hp_.n_head_kv;
-  attention.head_dim = hp_.head_dim_k;
-  attention.layer = b;
-  attention.attention_scale = options.query_scale > 0.0f
-                                  ? options.query_scale
-                                  : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
-  attention.softcap = options.softcap;
-  attention.window = options.window;
+  IrOp attention =
+      attention_op(b, /*causal=*/true, options.window, options.softcap, options.query_scale);
   const IrSlice heads = attention.output;
   r.ops.push_back(std::move(attention));
 
@@ -233,6 +196,59 @@ void GraphBuilder::attention_block(uint32_t b, const AttentionBlockOptions& opti
   }
 
   finish_mixer(r, b);
+}
+
+void GraphBuilder::qkv_ops(IrRegion& r, uint32_t b, IrSlice input, bool fused, QkvBiases biases) {
+  const uint32_t d = input.width, q = hp_.q_dim(), k = hp_.k_dim(), v = hp_.v_dim();
+  const auto name = [b](const char* suffix) { return arch::block_tensor(b, suffix); };
+  IrOp qkv;
+  qkv.kind = BackendOp::kMatmul;
+  qkv.label = "q|k|v";
+  qkv.input = input;
+  qkv.output = {qkv_, 0, q + k + v};
+  if (fused) {
+    qkv.weights.push_back(weight(name("attn_qkv.weight"), {d, uint64_t{q} + k + v}));
+  } else {
+    qkv.weights.push_back(weight(name("attn_q.weight"), {d, q}));
+    qkv.weights.push_back(weight(name("attn_k.weight"), {d, k}));
+    qkv.weights.push_back(weight(name("attn_v.weight"), {d, v}));
+  }
+  r.ops.push_back(std::move(qkv));
+  const struct {
+    const char* tensor;
+    uint32_t offset, width;
+  } slices[] = {{"attn_q.bias", 0, q}, {"attn_k.bias", q, k}, {"attn_v.bias", q + k, v}};
+  for (const auto& bias : slices) {
+    if (biases == QkvBiases::kNone || (biases == QkvBiases::kIfInFile && !has(name(bias.tensor)))) {
+      continue;
+    }
+    IrOp op;
+    op.kind = BackendOp::kAddBias;
+    op.label = bias.tensor;
+    op.output = {qkv_, bias.offset, bias.width};
+    op.weights.push_back(weight(name(bias.tensor), {bias.width}));
+    r.ops.push_back(std::move(op));
+  }
+}
+
+IrOp GraphBuilder::attention_op(uint32_t b, bool causal, uint32_t window, float softcap,
+                                float query_scale) {
+  IrOp attention;
+  attention.kind = BackendOp::kAttention;
+  attention.label = std::string(causal ? "causal attention" : "bidirectional attention") +
+                    (window > 0 ? ", window " + std::to_string(window) : std::string());
+  attention.causal = causal;
+  attention.input = {qkv_, 0, hp_.q_dim()};
+  attention.output = {attention_, 0, hp_.n_head * hp_.head_dim_v};
+  attention.n_heads = hp_.n_head;
+  attention.n_kv_heads = hp_.n_head_kv;
+  attention.head_dim = hp_.head_dim_k;
+  attention.layer = b;
+  attention.attention_scale =
+      query_scale > 0.0f ? query_scale : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
+  attention.softcap = softcap;
+  attention.window = window;
+  return attention;
 }
 
 IrOp GraphBuilder::kv_store_op(uint32_t b, IrSlice input, uint32_t heads, uint32_t head_dim) {

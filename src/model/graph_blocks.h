@@ -105,6 +105,12 @@ class GraphBuilder {
   // The end of a block's mixer (attention or convolution): hidden += normed; the last block's
   // then selects the output rows for the rest of the model.
   void finish_mixer(IrRegion& r, uint32_t block);
+  // q | k | v of block b from `input` in one product (a fused attn_qkv, or the three matrices),
+  // then their biases as `biases` says.
+  enum class QkvBiases : uint8_t { kNone, kRequired, kIfInFile };
+  void qkv_ops(IrRegion& r, uint32_t b, IrSlice input, bool fused, QkvBiases biases);
+  // Block b's attention of the q heads (qkv[0, q_dim)) over its cached k, v into `attention`.
+  IrOp attention_op(uint32_t b, bool causal, uint32_t window, float softcap, float query_scale);
   // A kKvStore of `input` (its halves as k and v) into block b's pages.
   IrOp kv_store_op(uint32_t b, IrSlice input, uint32_t heads, uint32_t head_dim);
   IrOp norm_op(const char* label, IrSlice in, IrSlice out, const std::string& weight_name);

@@ -78,41 +78,10 @@ void GraphBuilder::post_norm_attention_block(uint32_t b) {
   const auto name = [b](const char* suffix) { return arch::block_tensor(b, suffix); };
   ir_.bidirectional = !hp_.causal;
 
-  // q | k | v in one product (one pass over the activations), then their biases.
-  IrOp qkv;
-  qkv.kind = BackendOp::kMatmul;
-  qkv.label = "q|k|v";
-  qkv.input = {hidden_, 0, d};
-  qkv.output = {qkv_, 0, q + k + v};
-  qkv.weights.push_back(weight(name("attn_q.weight"), {d, q}));
-  qkv.weights.push_back(weight(name("attn_k.weight"), {d, k}));
-  qkv.weights.push_back(weight(name("attn_v.weight"), {d, v}));
-  r.ops.push_back(std::move(qkv));
-  const struct {
-    const char* tensor;
-    uint32_t offset, width;
-  } biases[] = {{"attn_q.bias", 0, q}, {"attn_k.bias", q, k}, {"attn_v.bias", q + k, v}};
-  for (const auto& bias_of : biases) {
-    IrOp bias;
-    bias.kind = BackendOp::kAddBias;
-    bias.label = bias_of.tensor;
-    bias.output = {qkv_, bias_of.offset, bias_of.width};
-    bias.weights.push_back(weight(name(bias_of.tensor), {bias_of.width}));
-    r.ops.push_back(std::move(bias));
-  }
+  qkv_ops(r, b, {hidden_, 0, d}, /*fused=*/false, QkvBiases::kRequired);
   r.ops.push_back(kv_store_op(b, {qkv_, q, k + v}, hp_.n_head_kv, hp_.head_dim_k));
 
-  IrOp attention;
-  attention.kind = BackendOp::kAttention;
-  attention.label = hp_.causal ? "causal attention" : "bidirectional attention";
-  attention.causal = hp_.causal;
-  attention.input = {qkv_, 0, q};
-  attention.output = {attention_, 0, hp_.n_head * hp_.head_dim_v};
-  attention.n_heads = hp_.n_head;
-  attention.n_kv_heads = hp_.n_head_kv;
-  attention.head_dim = hp_.head_dim_k;
-  attention.layer = b;
-  attention.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
+  IrOp attention = attention_op(b, hp_.causal, 0, 0.0f, 0.0f);
   const IrSlice heads = attention.output;
   r.ops.push_back(std::move(attention));
 

@@ -20,7 +20,7 @@
 namespace synapse::serve {
 namespace {
 
-class ServiceEmbeddingTest : public ::testing::Test {
+class ServiceEmbeddingTest : public ServingModelTest {
  protected:
   void SetUp() override {
     SynthOptions o;
@@ -30,16 +30,7 @@ class ServiceEmbeddingTest : public ::testing::Test {
     o.n_head = 4;
     o.n_head_kv = 2;
     o.type_feed_forward = TensorType::kQ8_0;
-    path_ = dir_.file("m.gguf");
-    ASSERT_TRUE(synthesize_model(o, path_).ok());
-    pool_ = std::make_unique<ThreadPool>(2);
-    backend_ = std::make_unique<CpuBackend>(selected_kernels(), *pool_);
-    auto model = DecoderModel::open(path_, *backend_, serving_decoder_options());
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    model_ = std::move(*model);
-    auto tok = tokenizer::Tokenizer::from_gguf(model_->file().metadata());
-    ASSERT_TRUE(tok.ok());
-    tokenizer_ = std::make_unique<tokenizer::Tokenizer>(std::move(*tok));
+    open_synthetic(o);
   }
 
   std::unique_ptr<Service> make(size_t parallel, size_t cached = 0) {
@@ -64,19 +55,6 @@ class ServiceEmbeddingTest : public ::testing::Test {
                                       RequestClass c = RequestClass::kInteractive) {
     return greedy_request(std::move(prompt), max_tokens, c);
   }
-
-  static GenerationEvent final_event(RequestHandle& h) {
-    GenerationEvent e, last;
-    while (h.next(e)) last = e;
-    return last;
-  }
-
-  testing::TempDir dir_;
-  std::string path_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<CpuBackend> backend_;
-  std::unique_ptr<DecoderModel> model_;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
 };
 
 TEST_F(ServiceEmbeddingTest, SameVectorAloneBesideGenerationAndDirect) {

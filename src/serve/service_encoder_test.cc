@@ -18,23 +18,14 @@
 namespace synapse::serve {
 namespace {
 
-class ServiceEncoderTest : public ::testing::Test {
+class ServiceEncoderTest : public ServingModelTest {
  protected:
   void SetUp() override {
     SynthOptions o;
     o.arch = "bert";
     o.n_ctx = 64;
     o.classifier_labels = 1;
-    path_ = dir_.file("bert.gguf");
-    ASSERT_TRUE(synthesize_model(o, path_).ok());
-    pool_ = std::make_unique<ThreadPool>(2);
-    backend_ = std::make_unique<CpuBackend>(selected_kernels(), *pool_);
-    auto model = DecoderModel::open(path_, *backend_, serving_decoder_options());
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    model_ = std::move(*model);
-    auto tok = tokenizer::Tokenizer::from_gguf(model_->file().metadata());
-    ASSERT_TRUE(tok.ok());
-    tokenizer_ = std::make_unique<tokenizer::Tokenizer>(std::move(*tok));
+    open_synthetic(o);
   }
 
   static GenerationRequest request(std::vector<int32_t> prompt, PoolingType pooling,
@@ -45,21 +36,8 @@ class ServiceEncoderTest : public ::testing::Test {
     return r;
   }
 
-  static GenerationEvent final_event(RequestHandle& h) {
-    GenerationEvent e, last;
-    while (h.next(e)) last = e;
-    return last;
-  }
-
   const std::vector<std::string> texts_ = {"the cat sat", "a", "on the mat with a hat",
                                            "dog and bat on the mat the cat"};
-
-  testing::TempDir dir_;
-  std::string path_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<CpuBackend> backend_;
-  std::unique_ptr<DecoderModel> model_;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
 };
 
 TEST_F(ServiceEncoderTest, VectorsAndScoresEqualTheDirectEmbedderUnderConcurrency) {
