@@ -49,6 +49,13 @@ const std::vector<PreTokenizerSpec>& table() {
       {"gpt-2", {kGpt2}},
       {"mpt", {kGpt2}},
       {"llama-bpe", {kLlama3}, false, true},
+      // Vocabularies llama.cpp splits exactly as Llama 3's (llama-vocab.cpp's LLAMA3 group):
+      // the same pattern, whole pieces that are tokens taken as is.
+      {"llama3", {kLlama3}, false, true},
+      {"llama-v3", {kLlama3}, false, true},
+      {"falcon3", {kLlama3}, false, true},
+      {"pixtral", {kLlama3}, false, true},
+      {"lfm2", {kLlama3}, false, true},
       {"qwen2", {kQwen2}, true},
       {"deepseek-llm",
        {"[\\r\\n]", kDeepseekLlmLetters, kDeepseekLlmPunct, "\\s+$", kCjk, "\\p{N}+"}},

@@ -46,6 +46,19 @@ TEST(PreTokenizer, EveryNamedPatternCompiles) {
   }
 }
 
+// The names llama.cpp maps to its Llama 3 pre-tokenizer (LFM2's "lfm2" among them) split as
+// "llama-bpe" does, whose ids the tokenizer parity test checks against llama.cpp's.
+TEST(PreTokenizer, Llama3AliasesAreLlama3) {
+  const PreTokenizerSpec llama3 = *find_pre_tokenizer("llama-bpe");
+  for (const std::string_view name : {"llama3", "llama-v3", "falcon3", "pixtral", "lfm2"}) {
+    const auto spec = find_pre_tokenizer(name);
+    ASSERT_TRUE(spec.ok()) << name;
+    EXPECT_EQ(spec->patterns, llama3.patterns) << name;
+    EXPECT_EQ(spec->ignore_merges, llama3.ignore_merges) << name;
+    EXPECT_EQ(spec->nfc, llama3.nfc) << name;
+  }
+}
+
 TEST(PreTokenizer, Gpt2SplitsLikeTheReference) {
   auto pre = PreTokenizer::compile(*find_pre_tokenizer("gpt-2"));
   ASSERT_TRUE(pre.ok());
