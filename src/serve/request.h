@@ -99,4 +99,19 @@ struct GenerationEvent {
   std::vector<float> embedding;  // an embedding request's vector (n_embd floats), finish kStop
 };
 
+// What a request is checked against: the served model's limits and abilities.
+struct ModelLimits {
+  uint32_t n_vocab = 0;
+  uint32_t n_ctx = 0;
+  uint32_t n_token_types = 0;
+  bool bidirectional = false;  // embeds and reranks only: whole prompts, no generation
+  bool can_rerank = false;     // a cross-encoder's classifier head
+};
+
+// The checks Service::submit makes before queueing, each error naming its field:
+// invalid_argument ("prompt", "pooling", "token_types", "max_tokens", "top_logprobs",
+// "eog_tokens"), limit_exceeded ("prompt" longer than the context), unsupported ("model":
+// generation on a bidirectional encoder). `request.eog_tokens` is checked as given.
+Status check_request(const GenerationRequest& request, const ModelLimits& model);
+
 }  // namespace synapse::serve

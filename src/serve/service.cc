@@ -115,12 +115,9 @@ struct Service::LoopState {
 Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, ServiceConfig config)
     : tokenizer_(tokenizer),
       config_(std::move(config)),
-      n_ctx_(model.n_ctx()),
-      n_vocab_(model.n_vocab()),
       n_embd_(model.n_embd()),
-      n_token_types_(model.hparams().n_token_types),
-      bidirectional_(model.bidirectional()),
-      can_rerank_(synapse::can_rerank(model)),
+      limits_{model.n_vocab(), model.n_ctx(), model.hparams().n_token_types, model.bidirectional(),
+              synapse::can_rerank(model)},
       wakeup_(std::make_shared<LoopWakeup>()),
       scheduler_(config_.scheduler) {
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
@@ -135,7 +132,7 @@ Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, Ser
   engine_config.kv.max_pages =
       config_.max_kv_pages != 0
           ? config_.max_kv_pages
-          : (scheduler_.config().max_active + 2) * pages_for(n_ctx_, config_.page_tokens);
+          : (scheduler_.config().max_active + 2) * pages_for(limits_.n_ctx, config_.page_tokens);
   state_ = std::make_unique<LoopState>(model, engine_config, config_.max_cached_sequences);
   publish_stats();
   thread_ = std::thread([this] { loop(); });
@@ -149,77 +146,12 @@ Result<std::shared_ptr<RequestHandle>> Service::submit(GenerationRequest request
     metrics_.count_request(c, error_code_name(status.code()));
     return status;
   };
-  if (request.prompt.empty()) {
-    return refuse(Status(ErrorCode::kInvalidArgument, "the prompt has no tokens",
-                         ErrorWhere{.field = "prompt"}));
-  }
-  for (int32_t t : request.prompt) {
-    if (t < 0 || static_cast<uint32_t>(t) >= n_vocab_) {
-      return refuse(Status(ErrorCode::kInvalidArgument,
-                           "prompt token id " + std::to_string(t) + " is outside the vocabulary",
-                           ErrorWhere{.field = "prompt"}));
-    }
-  }
-  if (request.prompt.size() > n_ctx_) {
-    return refuse(Status(ErrorCode::kLimitExceeded,
-                         "the prompt has " + std::to_string(request.prompt.size()) +
-                             " tokens, the context holds " + std::to_string(n_ctx_),
-                         ErrorWhere{.field = "prompt"}));
-  }
-  if (bidirectional_ && !request.embedding) {
-    return refuse(Status(ErrorCode::kUnsupported,
-                         "this model is a bidirectional encoder: it embeds (and reranks, with a "
-                         "classifier head) but does not generate text",
-                         ErrorWhere{.field = "model"}));
-  }
-  if (request.embedding) {
-    const EmbeddingSpec& e = *request.embedding;
-    const bool whole_prompt = e.pooling == PoolingType::kCls || e.pooling == PoolingType::kRank;
-    const bool allowed = e.pooling == PoolingType::kLast || e.pooling == PoolingType::kMean ||
-                         e.pooling == PoolingType::kNone ||
-                         (e.pooling == PoolingType::kCls && bidirectional_) ||
-                         (e.pooling == PoolingType::kRank && can_rerank_);
-    if (!allowed || (whole_prompt && !bidirectional_)) {
-      return refuse(Status(ErrorCode::kInvalidArgument,
-                           std::string(pooling_type_name(e.pooling)) +
-                               (e.pooling == PoolingType::kRank
-                                    ? " needs a cross-encoder (a bidirectional model with a "
-                                      "classifier head)"
-                                    : " pooling needs a bidirectional encoder"),
-                           ErrorWhere{.field = "pooling"}));
-    }
-    if (!e.token_types.empty()) {
-      bool in_range = e.token_types.size() == request.prompt.size();
-      for (const int32_t t : e.token_types) {
-        in_range = in_range && t >= 0 && static_cast<uint32_t>(t) < n_token_types_;
-      }
-      if (!in_range) {
-        return refuse(Status(ErrorCode::kInvalidArgument,
-                             "token types must be one per prompt token, each in 0.." +
-                                 std::to_string(n_token_types_ == 0 ? 0 : n_token_types_ - 1),
-                             ErrorWhere{.field = "token_types"}));
-      }
-    }
-  }
-  if (request.max_tokens <= 0 && !request.embedding) {
-    return refuse(Status(ErrorCode::kInvalidArgument, "max_tokens must be positive",
-                         ErrorWhere{.field = "max_tokens"}));
-  }
-  if (request.top_logprobs < 0 || request.top_logprobs > kMaxTopLogprobs) {
-    return refuse(Status(ErrorCode::kInvalidArgument,
-                         "top_logprobs must be in 0.." + std::to_string(kMaxTopLogprobs),
-                         ErrorWhere{.field = "top_logprobs"}));
-  }
   if (request.eog_tokens.empty()) request.eog_tokens = config_.eog_tokens;
-  for (int32_t t : request.eog_tokens) {
-    if (t < 0 || static_cast<uint32_t>(t) >= n_vocab_) {
-      return refuse(
-          Status(ErrorCode::kInvalidArgument,
-                 "end-of-generation id " + std::to_string(t) + " is outside the vocabulary",
-                 ErrorWhere{.field = "eog_tokens"}));
-    }
+  if (Status checked = check_request(request, limits_); !checked.ok()) {
+    return refuse(std::move(checked));
   }
-  Result<Sampler> sampler = Sampler::create(request.sampling, static_cast<int32_t>(n_vocab_));
+  Result<Sampler> sampler =
+      Sampler::create(request.sampling, static_cast<int32_t>(limits_.n_vocab));
   if (!sampler.ok()) return refuse(std::move(sampler).take_status());
   Result<StopMatcher> stop = StopMatcher::create(request.stop);
   if (!stop.ok()) return refuse(std::move(stop).take_status());
@@ -474,14 +406,15 @@ bool Service::run_step() {
                                 : config_.bulk_prefill_chunk_tokens;
   // A bidirectional model has no decodes to keep pace with, and runs each prompt whole: its
   // prompts fill the step, and one longer than the step runs alone.
-  size_t budget = bidirectional_ ? config_.max_step_tokens - step_tokens
-                                 : std::min(chunk_rows, config_.max_step_tokens - step_tokens);
+  size_t budget = limits_.bidirectional
+                      ? config_.max_step_tokens - step_tokens
+                      : std::min(chunk_rows, config_.max_step_tokens - step_tokens);
   for (Job* job : s.running) {
     const size_t left = job->request.prompt.size() - job->prompt_done;
     if (job->request.request_class != prefill_class) continue;
     if (!job->pending.empty() || left == 0 || budget == 0) continue;
-    if (bidirectional_ && left > budget && !s.inputs.empty()) continue;
-    const size_t take = bidirectional_ ? left : std::min(left, budget);
+    if (limits_.bidirectional && left > budget && !s.inputs.empty()) continue;
+    const size_t take = limits_.bidirectional ? left : std::min(left, budget);
     const std::span<const int32_t> chunk =
         std::span(job->request.prompt).subspan(job->prompt_done, take);
     if (job->request.embedding && job->request.embedding->pooling == PoolingType::kRank) {
@@ -704,7 +637,7 @@ bool Service::emit_token(Job& job, int32_t token, std::optional<Logprobs> logpro
     return false;
   }
   // The token goes after what the KV holds and what is already chosen for it.
-  const bool full = s.engine.n_tokens(job.sequence) + job.pending.size() >= n_ctx_;
+  const bool full = s.engine.n_tokens(job.sequence) + job.pending.size() >= limits_.n_ctx;
   if (job.generated.size() >= static_cast<size_t>(job.request.max_tokens) || full) {
     s.piece.clear();
     job.detok.finish(s.piece);

@@ -108,13 +108,13 @@ class Service {
 
   ServiceStats stats() const;
   std::string render_prometheus() const { return metrics_.render_prometheus(); }
-  uint32_t n_ctx() const { return n_ctx_; }
+  uint32_t n_ctx() const { return limits_.n_ctx; }
   uint32_t n_embd() const { return n_embd_; }
-  uint32_t n_vocab() const { return n_vocab_; }
+  uint32_t n_vocab() const { return limits_.n_vocab; }
   // A bidirectional encoder embeds (and reranks, with a classifier) but does not generate.
-  bool generates() const { return !bidirectional_; }
-  bool bidirectional() const { return bidirectional_; }
-  bool can_rerank() const { return can_rerank_; }
+  bool generates() const { return !limits_.bidirectional; }
+  bool bidirectional() const { return limits_.bidirectional; }
+  bool can_rerank() const { return limits_.can_rerank; }
 
  private:
   struct Job;
@@ -143,12 +143,8 @@ class Service {
 
   const tokenizer::Tokenizer& tokenizer_;
   ServiceConfig config_;
-  uint32_t n_ctx_ = 0;
-  uint32_t n_vocab_ = 0;
   uint32_t n_embd_ = 0;
-  uint32_t n_token_types_ = 0;
-  bool bidirectional_ = false;
-  bool can_rerank_ = false;
+  ModelLimits limits_;
   std::shared_ptr<LoopWakeup> wakeup_;
   ServiceMetrics metrics_;
 
