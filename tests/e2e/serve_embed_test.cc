@@ -291,7 +291,11 @@ TEST_F(ServeEmbedTest, BadInput) {
 }
 
 TEST_F(ServeEmbedTest, FullQueueAnswers429) {
-  auto server = start("bert.gguf", "--queue-limit 1");
+  // Steps slowed (5 ms each) so that the clients' requests overlap whatever the build's speed:
+  // with one slot of queue, some must be refused.
+  ::setenv("SYNAPSE_FAIL_POINTS", "serve.step_delay_ms=5", 1);
+  auto server = start("bert.gguf", "--queue-limit 1 --parallel 1");
+  ::unsetenv("SYNAPSE_FAIL_POINTS");
   ASSERT_GT(server->port(), 0);
   // Many clients at once against a queue of one: each gets its vectors or a 429 queue_full
   // (naming the class whose queue is full, as generation does) with Retry-After, never
@@ -304,17 +308,20 @@ TEST_F(ServeEmbedTest, FullQueueAnswers429) {
     clients.emplace_back([&, c] { replies[c] = post(*server, "/v1/embeddings", body); });
   }
   for (std::thread& t : clients) t.join();
-  size_t ok = 0;
+  size_t ok = 0, refused = 0;
   for (const Reply& r : replies) {
     if (r.status == 200) {
       ++ok;
       EXPECT_EQ(r.body["data"].size(), many.size());
       continue;
     }
+    ++refused;
     expect_error(r, "queue_full", "request_class", 429);
     EXPECT_NE(r.headers.find("Retry-After: "), std::string::npos) << r.headers;
   }
   EXPECT_GE(ok, 1u);
+  EXPECT_GE(refused, 1u);  // admission refuses: a server that queued without bound would fail
+  EXPECT_EQ(ok + refused, replies.size());
   // Alone, a request of more inputs than the queue holds is answered whole: its inputs wait for
   // each other rather than overflow the queue.
   const Reply alone = post(*server, "/v1/embeddings", body);
