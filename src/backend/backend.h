@@ -161,8 +161,8 @@ class Backend {
   // Row i of k and of v (`width` floats each) into the cache slot of its sequence's position.
   virtual void kv_store(const float* k, const float* v, size_t stride, size_t width,
                         std::span<const SequenceRows> sequences, const KvFormat& format) = 0;
-  // Row i attends to its sequence's cached tokens 0..positions[i] (a bidirectional model passes
-  // every row its sequence's last position).
+  // Row i attends to its sequence's cached tokens 0..positions[i]; with params.causal false, to
+  // all of them (a bidirectional model's sequence runs whole, so that is the whole sequence).
   virtual void attention(const float* q, size_t q_stride, const int64_t* positions, float* out,
                          size_t out_stride, std::span<const SequenceRows> sequences,
                          const KvFormat& format, const AttentionParams& params) = 0;

@@ -217,8 +217,9 @@ void CpuBackend::attention(const float* q, size_t q_stride, const int64_t* posit
     const SequenceRows& s = sequences[i];
     const KvPages kv{s.kv.k_pages,        s.kv.v_pages, format.page_tokens,
                      s.n_past + s.n_rows, format.type,  format.row_elements};
-    const AttentionBatch batch{q + s.first_row * q_stride,     q_stride,
-                               positions + s.first_row,        s.n_rows,
+    // No positions: every query sees all the sequence's keys.
+    const int64_t* limits = params.causal ? positions + s.first_row : nullptr;
+    const AttentionBatch batch{q + s.first_row * q_stride,     q_stride,  limits, s.n_rows,
                                out + s.first_row * out_stride, out_stride};
     attend_query(kernels_, params, kv, batch, task / heads, task % heads);
   };

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse embed -m MODEL (-p TEXT ... | -f FILE | --jsonl) [--pooling mean|cls|last|none]
 // [--no-normalize] [--truncate] [--json]`: embedding vectors of texts with a BERT-family model
-// (all inputs in packed batches) or a decoder (last-token pooling by default; mean; none). --json
-// prints the OpenAI embeddings response; --jsonl reads
-// {"text": ...} (or a JSON string) per line on stdin and writes one JSON array per line.
+// or a decoder (last-token pooling by default; mean; none), as `synapse serve` computes them.
+// --json prints the OpenAI embeddings response; --jsonl reads {"text": ...} (or a JSON string)
+// per line on stdin and writes one JSON array per line.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -141,7 +141,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "embed",
       "Embedding vectors of texts with a BERT-family model (MiniLM, BGE, E5) or a decoder "
-      "(llama/qwen2/qwen3: last-token pooling by default, as Qwen3-Embedding)");
+      "(any decoder architecture: last-token pooling by default, as Qwen3-Embedding)");
   cmd->add_option("-m,--model", o->model, "GGUF model, package or stored model name")->required();
   add_store_option(cmd, o->store);
   auto* prompt = cmd->add_option("-p,--prompt", o->prompts, "Text to embed (repeatable)");

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What `synapse embed` and `synapse rerank` share: opening an encoder model from a model
-// reference (path, package or stored name, leased while the command runs), embedding with an
-// encoder or a decoder model, reading inputs one per line, and the thread-count option.
+// What `synapse embed` and `synapse rerank` share: opening a model (an encoder or a decoder) for
+// embedding from a model reference (path, package or stored name, leased while the command
+// runs), reading inputs one per line, and the thread-count option.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -109,7 +109,6 @@ Status DecoderModel::ensure_buffers(size_t n_rows, size_t n_out) {
   }
   positions_.resize(rows_capacity_);
   position_ids_.resize(rows_capacity_);
-  sequence_ends_.resize(rows_capacity_);
   zero_types_.assign(rows_capacity_, 0);
   return ok_status();
 }
@@ -249,7 +248,6 @@ Status DecoderModel::forward(const ForwardBatch& b) {
     for (size_t i = 0; i < s.n_rows; ++i) {
       positions_[s.first_row + i] = static_cast<int64_t>(s.n_past + i);
       position_ids_[s.first_row + i] = static_cast<int32_t>(s.n_past + i);
-      sequence_ends_[s.first_row + i] = static_cast<int64_t>(s.n_past + s.n_rows - 1);
     }
   }
   sequence_rows_.resize(b.sequences.size());
@@ -353,9 +351,7 @@ Status DecoderModel::forward(const ForwardBatch& b) {
           set_layer(op.layer);
           const AttentionParams params{op.n_heads, op.n_kv_heads, op.head_dim, op.attention_scale,
                                        op.softcap, op.window,     op.causal};
-          // A bidirectional row sees its whole sequence: its last key is the sequence's last.
-          backend_.attention(ptr(op.input), stride(op.input),
-                             op.causal ? positions_.data() : sequence_ends_.data(), ptr(op.output),
+          backend_.attention(ptr(op.input), stride(op.input), positions_.data(), ptr(op.output),
                              stride(op.output), sequence_rows_, kv, params);
           break;
         }

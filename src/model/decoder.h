@@ -118,10 +118,8 @@ class DecoderModel {
   std::vector<float*> values_;
   BackendBuffer scratch_;
   std::vector<int64_t> positions_;
-  // Per row: its position as an embedding id, its sequence's last position (the last key a
-  // bidirectional attention row sees), and token type 0 for callers that give none.
+  // Per row: its position as an embedding id, and token type 0 for callers that give none.
   std::vector<int32_t> position_ids_;
-  std::vector<int64_t> sequence_ends_;
   std::vector<int32_t> zero_types_;
   std::vector<SequenceRows> sequence_rows_;
   // Reused by forward() when hidden rows are asked for: the selected rows and where the logits

@@ -59,6 +59,8 @@ GraphBuilder::GraphBuilder(const HParams& hp, const ModelFile& file, const Graph
   out_hidden_ = ir_.add_value("out_hidden", hp.n_embd, RowSpace::kOutput);
   out_normed_ = ir_.add_value("out_normed", hp.n_embd, RowSpace::kOutput);
   ir_.logits = ir_.add_value("logits", hp.n_vocab, RowSpace::kOutput);
+  // Without a final norm (encoders) the final hidden state is the last block's output;
+  // output_head() moves it past its norm.
   ir_.final_hidden = out_hidden_;
   ir_.head_scratch = out_normed_;
 }

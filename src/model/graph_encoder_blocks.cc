@@ -120,25 +120,21 @@ void GraphBuilder::post_norm_feed_forward_block(uint32_t b, GeluForm gelu) {
                                 name("layer_output_norm"), frame.rows));
 }
 
-void GraphBuilder::hidden_state_output() {
-  ir_.final_hidden = out_hidden_;
-  ir_.has_logits = false;
-}
+// The final hidden state is the last block's output (the builder's default): no head reads it.
+void GraphBuilder::hidden_state_output() { ir_.has_logits = false; }
 
 void GraphBuilder::classifier_head() {
   IrRegion& r = region(IrRegionKind::kOutputHead, -1);
   const uint32_t d = hp_.n_embd;
-  ir_.final_hidden = out_hidden_;
-  ir_.head_scratch = out_normed_;
-  IrSlice x{out_hidden_, 0, d};
+  IrSlice x{ir_.final_hidden, 0, d};  // the last block's output (no final norm)
   const bool dense = has("cls.weight");
   const bool out = has("cls.output.weight");
   const uint32_t labels =
       out ? static_cast<uint32_t>(file_.tensor_view("cls.output.weight")->dims[1]) : d;
   ir_.values[ir_.logits].width = labels;
   if (dense || !out) {  // neither: the missing cls.weight is reported by the verifier
-    const IrSlice y = out ? IrSlice{block_value("pooled", d), 0, d} : IrSlice{ir_.logits, 0, d};
-    ir_.values[y.value].rows = RowSpace::kOutput;
+    const IrSlice y = out ? IrSlice{ir_.add_value("pooled", d, RowSpace::kOutput), 0, d}
+                          : IrSlice{ir_.logits, 0, d};
     linear(r, "cls", x, y, RowSpace::kLogits, false);
     IrOp tanh;  // tanh(x) = 1 * tanh(x / 1) exactly: the soft-cap op with cap 1
     tanh.kind = BackendOp::kSoftcap;

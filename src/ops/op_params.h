@@ -71,8 +71,8 @@ struct AttentionParams {
   // > 0: sliding window, only the last `window` of the n_keys keys are attended (a query at
   // position p sees keys p - window < t <= p, as Gemma's and Mistral's local layers do).
   size_t window;
-  // false: every row sees its whole sequence (a bidirectional encoder, whose sequences run
-  // whole); the positions given to attention are then each sequence's last.
+  // false: every row sees all its sequence's cached keys (a bidirectional encoder, whose
+  // sequences run whole).
   bool causal = true;
 };
 

@@ -76,9 +76,10 @@ struct Service::Job {
   std::vector<int32_t> generated;
   size_t fed = 0;                // generated tokens in the KV
   std::vector<int32_t> pending;  // chosen (sampled, then any forced), fed in the next steps
-  // Embedding requests: the mean so far (kMean) or the last row (kLast), across prompt chunks.
+  // Embedding requests, across prompt chunks: the mean so far (kMean), or the rows kept (the
+  // last for kLast, the first for kCls, every one for kNone).
   std::optional<MeanPoolAccumulator> mean;
-  std::vector<float> last_hidden;
+  std::vector<float> kept_rows;
   // Constrained requests: where the text is in the grammar, and the step's mask and logits.
   std::optional<constrain::Matcher> matcher;
   std::vector<uint64_t> mask;
@@ -421,12 +422,11 @@ bool Service::run_step() {
       // The classifier on the first row.
       add(job, chunk, LogitsWanted::kFirst, false);
     } else if (job->request.embedding) {
-      // Prefill only: the hidden rows it pools instead of logits.
+      // Prefill only: the hidden rows it pools instead of logits (the last row only from the
+      // prompt's last chunk).
+      const LogitsWanted rows = pooling_rows(job->request.embedding->pooling);
       add(job, chunk, LogitsWanted::kNone, false,
-          job->mean || job->request.embedding->pooling == PoolingType::kNone ? LogitsWanted::kAll
-          : job->request.embedding->pooling == PoolingType::kCls             ? LogitsWanted::kFirst
-          : take == left                                                     ? LogitsWanted::kLast
-                                                                             : LogitsWanted::kNone);
+          rows == LogitsWanted::kLast && take != left ? LogitsWanted::kNone : rows);
     } else {
       add(job, chunk, take == left ? LogitsWanted::kLast : LogitsWanted::kNone, false);
     }
@@ -661,9 +661,9 @@ void Service::pool_and_emit(Job& job, std::span<const float> hidden_rows) {
     job.mean->add(hidden_rows.data(), hidden_rows.size() / n_embd_);
   } else if (per_token) {
     // Every row, chunk after chunk (at most the context's rows).
-    job.last_hidden.insert(job.last_hidden.end(), hidden_rows.begin(), hidden_rows.end());
+    job.kept_rows.insert(job.kept_rows.end(), hidden_rows.begin(), hidden_rows.end());
   } else if (!hidden_rows.empty()) {
-    job.last_hidden.assign(hidden_rows.end() - n_embd_, hidden_rows.end());
+    job.kept_rows.assign(hidden_rows.end() - n_embd_, hidden_rows.end());
   }
   if (job.prompt_done < job.request.prompt.size()) return;
   GenerationEvent event;
@@ -672,7 +672,7 @@ void Service::pool_and_emit(Job& job, std::span<const float> hidden_rows) {
     event.embedding.resize(n_embd_);
     job.mean->finish(event.embedding.data());
   } else {
-    event.embedding = std::move(job.last_hidden);
+    event.embedding = std::move(job.kept_rows);
   }
   if (job.request.embedding->normalize) {
     for (size_t row = 0; row + n_embd_ <= event.embedding.size(); row += n_embd_) {
