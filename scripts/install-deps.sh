@@ -16,6 +16,7 @@ packages=(
   libcpp-httplib-dev                     # server: HTTP (brings OpenSSL, zlib, brotli headers)
   clang-format clang-tidy
   curl                                   # serve e2e tests: raw HTTP
+  libcurl4-openssl-dev                   # hub: HTTP client for `synapse pull`
 )
 
 missing=()

@@ -120,6 +120,16 @@ constexpr std::array kTable = {
                   "custom_id repeats within one job"},
     ErrorCodeInfo{ErrorCode::kJobNotFinished, "job_not_finished", kP, 409,
                   "the job still has items to run"},
+    // Hub errors are about a server behind this one: never 401 (that would read as this
+    // server's API key), 502 for what the hub did wrong or could not do.
+    ErrorCodeInfo{ErrorCode::kHubUnauthorized, "hub_unauthorized", kP, 403,
+                  "the model hub refused access (set HF_TOKEN)"},
+    ErrorCodeInfo{ErrorCode::kHubNotFound, "hub_not_found", kP, 404,
+                  "no such repository, revision or file on the model hub"},
+    ErrorCodeInfo{ErrorCode::kHubUnavailable, "hub_unavailable", kT, 502,
+                  "the model hub could not be reached or the download was cut short"},
+    ErrorCodeInfo{ErrorCode::kHubOffline, "hub_offline", kP, 503,
+                  "offline mode and no complete local copy"},
 };
 
 }  // namespace

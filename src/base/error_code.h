@@ -90,6 +90,11 @@ enum class ErrorCode : uint16_t {
   kInvalidField = 808,
   kDuplicateCustomId = 809,
   kJobNotFinished = 810,
+  // The model hub (src/hub): what a model hub answered, or could not.
+  kHubUnauthorized = 900,  // the hub refused the credentials, or asked for some
+  kHubNotFound = 901,      // no such repository, revision or file on the hub
+  kHubUnavailable = 902,   // network failure, hub server error, download cut short
+  kHubOffline = 903,       // offline mode (HF_HUB_OFFLINE) and no complete local copy
 };
 
 enum class Retry : uint8_t { kPermanent, kTransient };
