@@ -66,7 +66,14 @@ SYN_ASSIGN_OR_RETURN(const ImportResult imported, store.import(path, import));
 return leased(store, imported.model.digest, imported.name);
 }  // namespace synapse
 if (looks_like_path(ref) && !std::filesystem::exists(path, error)) {
-  return Status(ErrorCode::kNotFound, "no such file", ErrorWhere{.path = path});
+  // A namespaced store name ("hf.co/org/repo:Q4_K_M") looks like a path: asked of the store, and
+  // reported as a missing file when the store has no such name either.
+  const Status no_file(ErrorCode::kNotFound, "no such file", ErrorWhere{.path = path});
+  if (!check_alias_name(ref).ok()) return no_file;
+  SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(options.store_directory));
+  Result<ResolvedModel> stored = leased(store, ref, path);
+  if (!stored.ok() && stored.status().code() == ErrorCode::kNotFound) return no_file;
+  return stored;
 }
 SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(options.store_directory));
 Result<ResolvedModel> stored = leased(store, ref, path);

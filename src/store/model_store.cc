@@ -126,8 +126,16 @@ Status check_alias_name(std::string_view name) {
   if (!std::isalnum(static_cast<unsigned char>(name[0]))) {
     return bad("must start with a letter or digit");
   }
-  if (!std::all_of(name.begin(), name.end(), is_alias_character)) {
-    return bad("may hold only letters, digits and . _ : -");
+  // '/' separates namespace segments ("hf.co/org/repo:Q4_K_M", as Ollama names pulled models);
+  // each segment starts with a letter or digit, so no empty, "." or ".." segment.
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '/') {
+      if (i + 1 >= name.size() || !std::isalnum(static_cast<unsigned char>(name[i + 1]))) {
+        return bad("must have a letter or digit after each /");
+      }
+    } else if (!is_alias_character(name[i])) {
+      return bad("may hold only letters, digits and . _ : - /");
+    }
   }
   if (name.size() == 64 && is_hex(name)) return bad("would read as a digest");
   return ok_status();

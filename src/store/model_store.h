@@ -154,8 +154,8 @@ class ModelStore {
   SqliteDb db_;
 };
 
-// Alias names: 1 to 128 characters from [A-Za-z0-9._:-], starting with a letter or digit, and not
-// 64 hex digits (which would read as a digest).
+// Alias names: 1 to 128 characters from [A-Za-z0-9._:-/], starting with a letter or digit, each
+// '/' followed by a letter or digit, and not 64 hex digits (which would read as a digest).
 Status check_alias_name(std::string_view name);
 
 }  // namespace synapse

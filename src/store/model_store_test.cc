@@ -132,8 +132,14 @@ TEST_F(ModelStoreTest, FindsByAliasDigestAndPrefix) {
   }
   EXPECT_EQ(store.find("nothing").status().code(), ErrorCode::kNotFound);
   EXPECT_EQ(store.find(digest.substr(0, 7)).status().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(store.import(model_a_, {.name = "bad/name"}).status().code(),
-            ErrorCode::kInvalidArgument);
+  for (const char* bad : {"bad//name", "/bad", "bad/", "bad/../name", "bad/.x", "bad name"}) {
+    EXPECT_EQ(store.import(model_a_, {.name = bad}).status().code(), ErrorCode::kInvalidArgument)
+        << bad;
+  }
+  // Namespaced names, as `synapse pull` gives them.
+  const auto pulled = store.import(model_a_, {.name = "hf.co/org/repo-GGUF:Q4_K_M"});
+  ASSERT_TRUE(pulled.ok()) << pulled.status().to_string();
+  EXPECT_EQ(store.find("hf.co/org/repo-GGUF:Q4_K_M")->digest, digest);
   EXPECT_EQ(store.import(model_a_, {.name = std::string(64, 'a')}).status().code(),
             ErrorCode::kInvalidArgument);
   // A file name that is no valid name gives a default name that is.
@@ -415,6 +421,12 @@ TEST_F(ModelStoreTest, ResolvesPathsNamesAndPreparesGgufOnce) {
   EXPECT_EQ(named->path, prepared->path);
   EXPECT_TRUE(named->lease.has_value());
   EXPECT_EQ(resolve_model("unknown", options).status().code(), ErrorCode::kNotFound);
+  // A namespaced name looks like a path and is still found in the store.
+  ASSERT_TRUE(ModelStore::open(store_dir_)->import(model_b_, {.name = "hf.co/o/r:Q8_0"}).ok());
+  const auto namespaced = resolve_model("hf.co/o/r:Q8_0", options);
+  ASSERT_TRUE(namespaced.ok()) << namespaced.status().to_string();
+  EXPECT_EQ(namespaced->path, prepared->path);
+  EXPECT_EQ(resolve_model("hf.co/o/none:Q8_0", options).status().message(), "no such file");
   // An automatic import never takes a name that belongs to other content.
   write_model(dir_.file("model-b.gguf.new"), 9);
   fs::create_directories(dir_.file("other"));
