@@ -7,6 +7,8 @@ find_package(nlohmann_json 3.11 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
 find_package(OpenSSL 3.0 REQUIRED COMPONENTS Crypto)
 find_package(SQLite3 REQUIRED)
+# libcurl (OpenSSL flavour): the hub client of `synapse pull` (HTTPS, redirects, ranges).
+find_package(CURL 7.80 REQUIRED)
 
 # xxHash ships only a pkg-config file on Debian.
 find_package(PkgConfig REQUIRED)
