@@ -11,9 +11,14 @@
 
 namespace synapse {
 
+// kBytes adds the amount, the rate and the time left ("12.3/45.6 MB  3.4 MB/s  ETA 0:10"); the
+// rate counts from the first update, so a resumed download's old bytes do not inflate it.
+enum class ProgressUnit { kNone, kBytes };
+
 class ProgressLine {
  public:
-  ProgressLine(std::string label, uint64_t total, std::FILE* stream = stderr);
+  ProgressLine(std::string label, uint64_t total, std::FILE* stream = stderr,
+               ProgressUnit unit = ProgressUnit::kNone);
   ~ProgressLine();
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
@@ -31,6 +36,10 @@ class ProgressLine {
   bool finished_ = false;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
+  ProgressUnit unit_;
+  bool started_ = false;  // first update seen: first_done_ and first_time_ are set
+  uint64_t first_done_ = 0;
+  std::chrono::steady_clock::time_point first_time_;
 };
 
 }  // namespace synapse
