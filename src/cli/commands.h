@@ -24,6 +24,7 @@ void add_score_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 void add_jobs_command(CLI::App& app, int& exit_code);
 void add_grammar_command(CLI::App& app, int& exit_code);
+void add_pull_command(CLI::App& app, int& exit_code);
 
 // "synapse 0.1.0 (commit ..., compiler ..., build ...)\ncpu: ..."
 std::string version_text();

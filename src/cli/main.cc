@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   add_serve_command(app, exit_code);
   add_jobs_command(app, exit_code);
   add_grammar_command(app, exit_code);
+  add_pull_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
