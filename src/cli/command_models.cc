@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse models import|list|show|rm|gc`: the model store. Import prepares a GGUF (or copies a
-// package) into content-addressed storage under a name; rm refuses (or waits, --wait) while a
-// running process holds the model; gc deletes what has had no name for a grace period.
+// package) into content-addressed storage under a name, also straight from Ollama's blobs
+// (--from-ollama); list --discover shows the GGUFs other tools keep on this machine; rm refuses
+// (or waits, --wait) while a running process holds the model; gc deletes what has had no name for
+// a grace period.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -12,6 +14,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "format/package/package_file.h"
+#include "hub/local_models.h"
 #include "store/model_store.h"
 
 namespace synapse::cli {
@@ -25,7 +28,10 @@ struct Options {
   // import
   std::string path;
   std::string name;
+  std::string from_ollama;         // an Ollama model name instead of a path
   uint64_t crash_after_bytes = 0;  // hidden: abort() mid-import (crash-safety tests)
+  // list
+  bool discover = false;
   // show, rm
   std::string ref;
   double wait_seconds = 0;
@@ -61,7 +67,22 @@ Json model_json(const StoredModel& m) {
 
 void print_json(const Json& j) { std::printf("%s\n", j.dump(2).c_str()); }
 
-int run_import(ModelStore& store, const Options& o) {
+int run_import(ModelStore& store, const Options& given) {
+  Options o = given;
+  if (!o.from_ollama.empty() && !o.path.empty()) {
+    return fail(Status(ErrorCode::kInvalidArgument, "give a path or --from-ollama, not both",
+                       ErrorWhere{.field = "from-ollama"}));
+  }
+  if (!o.from_ollama.empty()) {
+    const Result<hub::LocalModel> found =
+        hub::find_ollama_model(hub::HubConfig::from_environment(), o.from_ollama);
+    if (!found.ok()) return fail(found.status());
+    o.path = found->path;
+    if (o.name.empty()) o.name = found->name;  // Ollama's name, "llama3.2:latest"
+  } else if (o.path.empty()) {
+    return fail(Status(ErrorCode::kInvalidArgument, "name a file to import, or --from-ollama NAME",
+                       ErrorWhere{.field = "path"}));
+  }
   StageProgress progress(o.path);
   ImportOptions options;
   options.name = o.name;
@@ -97,7 +118,42 @@ int run_import(ModelStore& store, const Options& o) {
   return kExitOk;
 }
 
+// GGUFs in the Hugging Face cache, llama.cpp's cache and Ollama's models directory.
+int run_discover(const Options& o) {
+  const hub::HubConfig config = hub::HubConfig::from_environment();
+  const std::vector<hub::LocalModel> found = hub::discover_local_models(config);
+  if (o.json) {
+    Json all = Json::array();
+    for (const hub::LocalModel& m : found) {
+      all.push_back({{"name", m.name},
+                     {"path", m.path},
+                     {"bytes", m.bytes},
+                     {"source", m.source},
+                     {"sha256", m.sha256}});
+    }
+    print_json({{"searched",
+                 {{"huggingface", config.hub_cache},
+                  {"llama.cpp", config.llama_cache},
+                  {"ollama", config.ollama_models}}},
+                {"models", all}});
+    return kExitOk;
+  }
+  if (found.empty()) {
+    std::printf("no GGUF files in %s, %s or %s\n", config.hub_cache.c_str(),
+                config.llama_cache.c_str(), config.ollama_models.c_str());
+    return kExitOk;
+  }
+  std::printf("%-48s %10s  %-11s %s\n", "NAME", "SIZE", "FOUND IN", "PATH");
+  for (const hub::LocalModel& m : found) {
+    std::printf("%-48s %10s  %-11s %s\n", m.name.c_str(), human_bytes(m.bytes).c_str(),
+                m.source.c_str(), m.path.c_str());
+  }
+  std::printf("(synapse models import PATH --name NAME, or --from-ollama NAME, adds one)\n");
+  return kExitOk;
+}
+
 int run_list(ModelStore& store, const Options& o) {
+  if (o.discover) return run_discover(o);
   const auto models = store.list();
   if (!models.ok()) return fail(models.status());
   if (o.json) {
@@ -238,7 +294,10 @@ void add_models_command(CLI::App& app, int& exit_code) {
 
   CLI::App* import = models->add_subcommand(
       "import", "Prepare a GGUF (or copy a package) into the store under a name");
-  import->add_option("path", o->path, "GGUF or .synapse file")->required();
+  import->add_option("path", o->path, "GGUF or .synapse file");
+  import->add_option("--from-ollama", o->from_ollama,
+                     "Import Ollama's model NAME[:TAG] (tag default latest) from its blobs "
+                     "($OLLAMA_MODELS, else ~/.ollama/models)");
   import->add_option("--name", o->name,
                      "Name to give it (default: the file name without extension)");
   import->add_flag("--json", o->json, "Print the result as JSON");
@@ -247,6 +306,8 @@ void add_models_command(CLI::App& app, int& exit_code) {
 
   CLI::App* list = models->add_subcommand("list", "List the stored models and their names");
   list->add_flag("--json", o->json, "Print the result as JSON");
+  list->add_flag("--discover", o->discover,
+                 "List the GGUFs of the Hugging Face cache, llama.cpp's cache and Ollama instead");
   list->callback(with_store(run_list));
 
   CLI::App* show = models->add_subcommand("show", "Show one stored model");
