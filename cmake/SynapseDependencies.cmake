@@ -8,7 +8,7 @@ find_package(spdlog 1.10 REQUIRED)
 find_package(OpenSSL 3.0 REQUIRED COMPONENTS Crypto)
 find_package(SQLite3 REQUIRED)
 # libcurl (OpenSSL flavour): the hub client of `synapse pull` (HTTPS, redirects, ranges).
-find_package(CURL 7.80 REQUIRED)
+find_package(CURL 7.85 REQUIRED)  # CURLOPT_PROTOCOLS_STR
 
 # xxHash ships only a pkg-config file on Debian.
 find_package(PkgConfig REQUIRED)

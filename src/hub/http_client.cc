@@ -3,7 +3,9 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 
@@ -227,7 +229,16 @@ Result<HttpResponse> http_fetch(const HttpRequest& request) {
                           response.status != 304 && !response.header("location").empty();
     if (!redirect || request.redirects == RedirectPolicy::kNone) return response;
     const std::string location = response.header("location");
-    const bool relative = location.find("://") == std::string::npos;
+    // Absolute: "scheme://..." or network-path "//host/..."; anything else stays on this site.
+    const size_t scheme_end = location.find("://");
+    const bool has_scheme =
+        scheme_end != std::string::npos && scheme_end > 0 &&
+        std::all_of(location.begin(), location.begin() + static_cast<std::ptrdiff_t>(scheme_end),
+                    [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' ||
+                             c == '.';
+                    });
+    const bool relative = !has_scheme && !location.starts_with("//");
     if (request.redirects == RedirectPolicy::kRelative && !relative) return response;
     if (hop + 1 >= kMaxRedirects) {
       return Status(ErrorCode::kHubUnavailable, "more than " + std::to_string(kMaxRedirects) +

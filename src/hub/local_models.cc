@@ -256,7 +256,8 @@ Result<CachedSnapshot> hf_cache_snapshot(const HubConfig& config, std::string_vi
   const fs::path repo_dir = fs::path(config.hub_cache) / repo_folder(repo);
   CachedSnapshot snapshot;
   // A branch or tag name is resolved through refs/; a commit id names its snapshot directly.
-  if (revision.size() == 40 && std::all_of(revision.begin(), revision.end(), ::isxdigit)) {
+  const auto is_hex_digit = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  if (revision.size() == 40 && std::all_of(revision.begin(), revision.end(), is_hex_digit)) {
     snapshot.commit = std::string(revision);
   } else if (safe_part(revision)) {
     const auto ref = read_small_file(repo_dir / "refs" / std::string(revision), 256);

@@ -174,6 +174,7 @@ Result<PullResult> Puller::run_offline(const HubRef& ref) {
     result.commit = snapshot->commit;
     result.files = choice.files;
     result.name = request_.name.empty() ? store_name({ref.repo, choice.tag}) : request_.name;
+    SYN_RETURN_IF_ERROR(check_alias_name(result.name));
     std::vector<Fetched> fetched;
     for (const std::string& file : choice.files) {
       const auto found = std::find_if(snapshot->files.begin(), snapshot->files.end(),
@@ -243,6 +244,8 @@ Result<PullResult> Puller::run() {
   result.commit = info.commit;
   result.files = choice.files;
   result.name = request_.name.empty() ? store_name({ref.repo, choice.tag}) : request_.name;
+  // A name the store would refuse is refused before the download, not after it.
+  SYN_RETURN_IF_ERROR(check_alias_name(result.name));
   if (choice.files.size() == 1) {
     if (Result<StoredModel> stored = store_->find(result.name); stored.ok()) {
       stored_sha256_ = stored->source_sha256;

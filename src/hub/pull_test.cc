@@ -256,6 +256,13 @@ TEST_F(PullTest, SplitSetsAreDownloadedAndJoined) {
   EXPECT_EQ(files_in_downloads(), 0u);
 }
 
+TEST_F(PullTest, ANameTheStoreWouldRefuseIsRefusedBeforeTheDownload) {
+  PullRequest bad = request(kRepo);
+  bad.name = "bad//name";
+  EXPECT_EQ(pull(bad).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cdn_gets(), 0u);
+}
+
 TEST_F(PullTest, CancelledBeforeItStarts) {
   const Result<PullResult> pulled = pull_model(request(kRepo), nullptr, [] { return true; });
   EXPECT_EQ(pulled.status().code(), ErrorCode::kCancelled);
