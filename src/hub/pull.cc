@@ -102,6 +102,18 @@ Result<Fetched> Puller::fetch_online(const std::string& repo_path, const HubFile
       return out;
     }
   }
+  // A download verified by an earlier run whose import then failed: verified again, reused.
+  const std::string complete = download_dir_ + "/" + out.sha256 + ".gguf";
+  std::error_code exists_error;
+  if (fs::is_regular_file(complete, exists_error) &&
+      fs::file_size(complete, exists_error) == out.size && !exists_error) {
+    SYN_ASSIGN_OR_RETURN(const bool good, verify_local(complete, out.sha256));
+    if (good) {
+      out.path = complete;
+      out.owned = true;
+      return out;
+    }
+  }
   const std::string partial = download_dir_ + "/" + out.sha256 + ".partial";
   report("pulling " + out.sha256.substr(0, 12), digest, out.size, 0);
   DownloadSpec spec{meta.location, config_.token, partial, out.size, out.sha256, what};
@@ -111,7 +123,7 @@ Result<Fetched> Puller::fetch_online(const std::string& repo_path, const HubFile
         report("pulling " + out.sha256.substr(0, 12), digest, total, done);
       },
       cancelled_));
-  out.path = download_dir_ + "/" + out.sha256 + ".gguf";
+  out.path = complete;
   std::error_code error;
   fs::rename(partial, out.path, error);
   if (error) {

@@ -241,6 +241,16 @@ TEST_F(PullTest, OnlineReusesAVerifiedCacheBlob) {
       << "the cache is read, never moved";
 }
 
+TEST_F(PullTest, ReusesADownloadAnEarlierRunVerifiedButDidNotImport) {
+  fs::create_directories(dir_.file("store/downloads"));
+  const std::string complete = dir_.file("store/downloads/" + FakeHub::sha256_hex(q4_) + ".gguf");
+  synapse::testing::write_file_bytes(complete, std::vector<uint8_t>(q4_.begin(), q4_.end()));
+  const Result<PullResult> pulled = pull(request(kRepo));
+  ASSERT_TRUE(pulled.ok()) << pulled.status().to_string();
+  EXPECT_EQ(cdn_gets(), 0u);
+  EXPECT_FALSE(fs::exists(complete));
+}
+
 TEST_F(PullTest, SplitSetsAreDownloadedAndJoined) {
   const std::string part1 = testing::test_gguf(3, 0, 2, 0, 2);
   const std::string part2 = testing::test_gguf(3, 2, 3, 1, 2);
