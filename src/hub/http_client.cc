@@ -203,12 +203,15 @@ Result<std::string> resolve_url(const std::string& base, const std::string& loca
   return url;
 }
 
-std::string encode_path(std::string_view path) {
+namespace {
+
+std::string percent_encode(std::string_view text, bool keep_slash) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  for (const char ch : path) {
+  for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+        (keep_slash && c == '/')) {
       out += ch;
     } else {
       out += '%';
@@ -218,6 +221,11 @@ std::string encode_path(std::string_view path) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string encode_path(std::string_view path) { return percent_encode(path, true); }
+std::string encode_segment(std::string_view segment) { return percent_encode(segment, false); }
 
 Result<HttpResponse> http_fetch(const HttpRequest& request) {
   global_init();

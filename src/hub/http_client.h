@@ -62,5 +62,8 @@ Result<std::string> resolve_url(const std::string& base, const std::string& loca
 
 // Percent-encodes each segment of a path, keeping the '/' between them.
 std::string encode_path(std::string_view path);
+// Percent-encodes one segment, '/' included ("refs/pr/1" -> "refs%2Fpr%2F1", as the hub wants a
+// revision).
+std::string encode_segment(std::string_view segment);
 
 }  // namespace synapse::hub

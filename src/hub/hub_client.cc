@@ -22,7 +22,7 @@ constexpr size_t kReadChunkBytes = 1u << 20;
 
 std::string resolve_url_of(const HubConfig& config, std::string_view repo,
                            std::string_view revision, std::string_view path) {
-  return config.endpoint + "/" + std::string(repo) + "/resolve/" + encode_path(revision) + "/" +
+  return config.endpoint + "/" + std::string(repo) + "/resolve/" + encode_segment(revision) + "/" +
          encode_path(path);
 }
 
@@ -108,7 +108,7 @@ Result<ModelInfo> fetch_model_info(const HubConfig& config, std::string_view rep
                                    const std::function<bool()>& cancelled) {
   HttpRequest request;
   request.url = config.endpoint + "/api/models/" + std::string(repo) + "/revision/" +
-                encode_path(revision) + "?blobs=true";
+                encode_segment(revision) + "?blobs=true";
   request.bearer_token = config.token;
   request.redirects = RedirectPolicy::kRelative;
   request.cancelled = cancelled;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server/job_worker.h"
+#include "request/job_worker.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,7 +10,7 @@
 #include <memory>
 #include <optional>
 
-namespace synapse::server {
+namespace synapse::request {
 namespace {
 
 using namespace std::chrono_literals;
@@ -225,4 +225,4 @@ void JobWorker::work(size_t index) {
   }
 }
 
-}  // namespace synapse::server
+}  // namespace synapse::request

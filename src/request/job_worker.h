@@ -30,7 +30,7 @@
 #include "jobs/job_store.h"
 #include "serve/request.h"
 
-namespace synapse::server {
+namespace synapse::request {
 
 // Runs one item's request: url and body as submitted, in the job's class. Returns the JSON
 // response or the error (queue_full is retried by the worker). Blocks; `cancelled` is to be
@@ -91,4 +91,4 @@ class JobWorker {
   std::vector<std::thread> workers_;  // started by the manager once it holds the lock
 };
 
-}  // namespace synapse::server
+}  // namespace synapse::request

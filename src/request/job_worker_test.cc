@@ -3,7 +3,7 @@
 // worker drives it (a page's items at the same time, queue_full retried, cancel and stop noticed
 // while items run) and how it treats the executor lock (one executing worker per database, the
 // next takes over; leases of a dead executor reclaimed at once).
-#include "server/job_worker.h"
+#include "request/job_worker.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include "jobs/sqlite_job_store.h"
 #include "tests/support/test_support.h"
 
-namespace synapse::server {
+namespace synapse::request {
 namespace {
 
 using namespace std::chrono_literals;
@@ -181,4 +181,4 @@ TEST_F(JobWorkerTest, LeasesOfADeadServerAreReclaimedAtOnce) {
 }
 
 }  // namespace
-}  // namespace synapse::server
+}  // namespace synapse::request

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server/output_constraints.h"
+#include "request/output_constraints.h"
 
 #include "constrain/gbnf.h"
 #include "constrain/json_schema.h"
 #include "constrain/tool_grammar.h"
 
-namespace synapse::server {
+namespace synapse::request {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -135,4 +135,4 @@ Result<ToolPlan> OutputConstraints::for_tools(const Json& tools, const api::Tool
   return plan;
 }
 
-}  // namespace synapse::server
+}  // namespace synapse::request

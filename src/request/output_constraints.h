@@ -21,7 +21,7 @@
 #include "constrain/token_masker.h"
 #include "tokenizer/tokenizer.h"
 
-namespace synapse::server {
+namespace synapse::request {
 
 // What a chat request's tools ask for; `syntax` set means the reply is read for tool calls.
 struct ToolPlan {
@@ -64,4 +64,4 @@ class OutputConstraints {
   static constexpr size_t kMaxCached = 64;
 };
 
-}  // namespace synapse::server
+}  // namespace synapse::request

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server/output_constraints.h"
+#include "request/output_constraints.h"
 
 #include <gtest/gtest.h>
 
 #include "format/gguf/gguf_file.h"
 #include "tests/support/test_support.h"
 
-namespace synapse::server {
+namespace synapse::request {
 namespace {
 
 tokenizer::Tokenizer llama3_tokenizer(const std::string& path) {
@@ -48,4 +48,4 @@ TEST(OutputConstraints, WhitespaceIsCompactUnlessFlexible) {
 }
 
 }  // namespace
-}  // namespace synapse::server
+}  // namespace synapse::request

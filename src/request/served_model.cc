@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "request/served_model.h"
+
+#include <ctime>
+
+#include "base/echo.h"
+#include "encoder/embedder.h"
+#include "model/decoder.h"
+#include "request/output_constraints.h"
+
+namespace synapse::request {
+namespace {
+
+std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
+  if (id == tokenizer::kNoToken || id < 0) return "";
+  return std::string(tok.token_text(id));
+}
+
+std::string metadata_string(const DecoderModel& model, std::string_view key) {
+  const Result<std::string_view> v = model.file().metadata().get_string(key);
+  return v.ok() ? std::string(*v) : std::string();
+}
+
+}  // namespace
+
+Result<ServedModel> describe_served_model(std::string id, const DecoderModel& model,
+                                          const tokenizer::Tokenizer& tokenizer,
+                                          const ServedModelOptions& options) {
+  ServedModel served;
+  served.id = std::move(id);
+  served.tokenizer = &tokenizer;
+  served.bos_token = token_text(tokenizer, tokenizer.vocab().special().bos);
+  served.eos_token = token_text(tokenizer, tokenizer.vocab().special().eos);
+  served.embedding_pooling = model.hparams().pooling;
+  served.appended_eos = appended_closing_token(tokenizer);
+  Result<chat::ChatTemplate> chat_template = chat::select_chat_template(
+      metadata_string(model, "tokenizer.chat_template"), options.chat_template, served.bos_token,
+      served.eos_token);
+  if (chat_template.ok()) {
+    served.chat_template = std::move(*chat_template);
+  } else if (chat_template.status().code() == ErrorCode::kNoChatTemplate) {
+    std::string names;
+    for (std::string_view name : chat::builtin_template_names()) {
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    served.no_chat_template =
+        Status(ErrorCode::kNoChatTemplate,
+               "the model '" + served.id +
+                   "' has no chat template; use /v1/completions, or start the server with "
+                   "--chat-template NAME (" +
+                   names + ")");
+  } else {
+    return chat_template.status();
+  }
+  add_constraints(served, options.flexible_json);
+  return served;
+}
+
+void add_constraints(ServedModel& model, bool flexible_json) {
+  model.constraints = std::make_shared<OutputConstraints>(
+      *model.tokenizer,
+      model.chat_template ? model.chat_template->family() : chat::TemplateFamily::kUnknown,
+      flexible_json);
+}
+
+void ModelDirectory::add(ModelHandle model) {
+  created_.push_back(model->created != 0 ? model->created : std::time(nullptr));
+  models_.push_back(std::move(model));
+}
+
+Result<ModelHandle> ModelDirectory::find(std::string_view name) const {
+  if (models_.empty()) return Status(ErrorCode::kModelNotFound, "this server serves no model");
+  if (name.empty()) return models_.front();
+  std::string served;
+  for (const ModelHandle& m : models_) {
+    if (m->id == name) return m;
+    served += (served.empty() ? "'" : ", '") + m->id + "'";
+  }
+  return Status(ErrorCode::kModelNotFound,
+                "the model '" + clip_for_echo(name) + "' does not exist; this server serves " +
+                    served,
+                ErrorWhere{.field = "model"});
+}
+
+std::vector<api::ModelInfo> ModelDirectory::list() const {
+  std::vector<api::ModelInfo> out;
+  for (size_t i = 0; i < models_.size(); ++i) {
+    out.push_back({models_[i]->id, created_[i], "synapse"});
+  }
+  return out;
+}
+
+std::string ModelDirectory::render_prometheus() const {
+  std::string out;
+  for (const ModelHandle& m : models_) {
+    if (m->service != nullptr) out += m->service->render_prometheus();
+  }
+  return out;
+}
+
+}  // namespace synapse::request

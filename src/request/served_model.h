@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// A model as requests see it (`ServedModel`: its Service, tokenizer, chat template, output
+// constraints and embedding defaults) and the directory that finds the one a request names
+// (`ModelDirectory`). Everything a request does goes through a `ModelHandle`, which keeps the
+// model alive while the request runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/responses.h"
+#include "base/status.h"
+#include "chat/chat_template.h"
+#include "model/hparams.h"
+#include "serve/service.h"
+#include "tokenizer/tokenizer.h"
+
+namespace synapse {
+class DecoderModel;
+}
+
+namespace synapse::request {
+
+class OutputConstraints;
+
+struct ServedModel {
+  std::string id;  // what clients write in "model"
+  int64_t created = 0;  // unix seconds, listed by /v1/models; 0: when it joined the directory
+  serve::Service* service = nullptr;
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  // The chat template; when absent, chat requests answer `no_chat_template` (400) with this
+  // status's message (never OK, so a model built with neither still answers 400).
+  std::optional<chat::ChatTemplate> chat_template;
+  Status no_chat_template = Status(ErrorCode::kNoChatTemplate, "this model has no chat template");
+  std::string bos_token;  // the template's bos_token / eos_token variables
+  std::string eos_token;
+  int32_t default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+  // Embeddings: the model's default pooling (<arch>.pooling_type, else last) and the closing
+  // token its tokenizer appends ([SEP], a decoder's EOS; kept when an input is truncated).
+  PoolingType embedding_pooling = PoolingType::kLast;
+  std::optional<int32_t> appended_eos;
+  // Compiled output constraints (response formats, tools), shared by every request on the
+  // model; made on first use when null.
+  std::shared_ptr<OutputConstraints> constraints;
+};
+
+using ModelHandle = std::shared_ptr<const ServedModel>;
+
+struct ServedModelOptions {
+  std::string chat_template;       // a built-in template's name instead of the model's
+  bool flexible_json = false;      // structured outputs: whitespace between JSON tokens
+};
+
+// Fills what a served model offers requests from the loaded model and its tokenizer: the chat
+// template (a template that cannot render is an error now, not on the first request; none is
+// not an error: chat answers no_chat_template naming the built-in ones), the special tokens'
+// text, the embedding defaults and the output-constraint cache. `service` is the caller's to set.
+Result<ServedModel> describe_served_model(std::string id, const DecoderModel& model,
+                                          const tokenizer::Tokenizer& tokenizer,
+                                          const ServedModelOptions& options);
+
+// The models a server answers for, by the names requests use.
+class ModelDirectory {
+ public:
+  // `model` stays valid as long as the handle (and the directory) lives.
+  void add(ModelHandle model);
+  // The model `name` names; an empty name picks the first model (llama-server's and Ollama's
+  // clients may omit it). model_not_found (field "model") names the served models.
+  Result<ModelHandle> find(std::string_view name) const;
+  std::vector<api::ModelInfo> list() const;
+  std::span<const ModelHandle> models() const { return models_; }
+  // Every model's service metrics.
+  std::string render_prometheus() const;
+
+ private:
+  std::vector<ModelHandle> models_;
+  std::vector<int64_t> created_;
+};
+
+// Gives `model` its output-constraint cache (describe_served_model does; models built by hand in
+// tests and tools call this).
+void add_constraints(ServedModel& model, bool flexible_json = false);
+
+// A handle that does not own `model` (tests, single-model programs that own it on the stack).
+inline ModelHandle unowned(const ServedModel& model) {
+  return ModelHandle(std::shared_ptr<void>(), &model);
+}
+
+}  // namespace synapse::request
