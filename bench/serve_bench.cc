@@ -25,9 +25,9 @@
 #include "constrain/token_masker.h"
 #include "jobs/sqlite_job_store.h"
 #include "kernels/kernel_selection.h"
+#include "request/job_items.h"
+#include "request/job_worker.h"
 #include "serve/service.h"
-#include "server/generation_call.h"
-#include "server/job_worker.h"
 #include "synth/synth_model.h"
 
 namespace synapse {
@@ -108,19 +108,16 @@ std::pair<double, int64_t> ttft_beside_a_job(Service& service, const tokenizer::
   std::filesystem::create_directories(dir);
   auto store = jobs::SqliteJobStore::open(dir + "/jobs.db");
   if (!store.ok()) return {-1.0, 0};
-  server::Inference inference;
-  inference.service = &service;
-  inference.tokenizer = &tok;
-  inference.model_id = "bench";
-  server::JobWorkerOptions options;
+  request::ServedModel served;
+  served.service = &service;
+  served.tokenizer = &tok;
+  served.id = "bench";
+  request::add_constraints(served);
+  request::ModelDirectory models;
+  models.add(request::unowned(served));
+  request::JobWorkerOptions options;
   options.lock_path = dir + "/jobs.db.executor-lock";
-  server::JobWorker worker(
-      **store,
-      [&inference](std::string_view url, std::string_view body, RequestClass c,
-                   const std::function<bool()>& cancelled) {
-        return server::run_generation_request(inference, url, body, c, cancelled);
-      },
-      options);
+  request::JobWorker worker(**store, request::job_item_call(models), options);
   jobs::Submission job;
   job.job_class = jobs::JobClass::kBackground;
   for (size_t i = 0; i < 200; ++i) {

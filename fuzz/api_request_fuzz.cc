@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for request bodies of the HTTP API. The first input byte picks the endpoint
-// (completions, chat completions, tokenize, detokenize), the rest is the body. Every outcome
-// must be a parsed request or an error with a request-error code whose OpenAI error body
-// serializes; a parsed chat request is also rendered through the Qwen2.5 template (bounded, with
-// tools), so arbitrary messages and tool-call arguments reach the template values.
+// (completions, chat completions, tokenize, detokenize, embeddings, rerank), the rest is the
+// body. Every outcome must be a parsed request or an error with a request-error code whose
+// OpenAI error body serializes; a parsed chat request is also rendered through the Qwen2.5 template
+// (bounded, with tools), so arbitrary messages and tool-call arguments reach the template values.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "api/api_error.h"
+#include "api/embeddings.h"
 #include "api/requests.h"
 #include "chat/chat_template.h"
 
@@ -47,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   api::RequestLimits limits;
   limits.max_body_bytes = 64 << 10;
-  switch (data[0] % 4) {
+  switch (data[0] % 6) {
     case 0:
       check(api::parse_completion_request(body, limits));
       break;
@@ -75,9 +76,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 2:
       check(api::parse_tokenize_request(body, limits));
       break;
-    default:
+    case 3:
       check(api::parse_detokenize_request(body, limits));
       break;
+    case 4: {
+      auto r = api::parse_embeddings_request(body, limits);
+      check(r);
+      // Exactly one input kind, never empty: the request layer relies on it.
+      if (r.ok() && (r->texts.empty() == r->tokens.empty())) std::abort();
+      break;
+    }
+    default: {
+      auto r = api::parse_rerank_request(body, limits);
+      check(r);
+      if (r.ok() && (r->documents.empty() || r->top_n > r->documents.size())) std::abort();
+      break;
+    }
   }
   return 0;
 }

@@ -24,6 +24,7 @@
 #include "jobs/sqlite_job_store.h"
 #include "kernels/kernel_selection.h"
 #include "model/decoder.h"
+#include "request/served_model.h"
 #include "serve/service.h"
 #include "server/http_server.h"
 #include "synth/synth_model.h"
@@ -47,7 +48,8 @@ struct World {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<serve::Service> service;
   std::unique_ptr<jobs::SqliteJobStore> store;
-  server::Inference inference;
+  request::ServedModel served;
+  request::ModelDirectory models;
   server::JobsApi jobs;
   server::ServerOptions options;
   server::HttpMetrics metrics;
@@ -79,21 +81,18 @@ struct World {
     config.scheduler.max_active = 2;
     config.scheduler.max_queued = {4, 4, 4};
     service = std::make_unique<serve::Service>(*model, *tokenizer, config);
-    inference.service = service.get();
-    inference.tokenizer = tokenizer.get();
-    inference.model_id = "tiny";
-    // The synthesized vocabulary's ChatML template, as `synapse serve` selects it, so that chat
-    // requests reach the template.
-    const Result<std::string_view> text =
-        model->file().metadata().get_string("tokenizer.chat_template");
-    auto chat = chat::select_chat_template(text.ok() ? *text : std::string_view(), "", "", "");
-    if (chat.ok()) inference.chat_template = std::move(*chat);
+    // Described as `synapse serve` describes it (the synthesized vocabulary's ChatML template),
+    // so that chat requests reach the template.
+    auto described = request::describe_served_model("tiny", *model, *tokenizer, {});
+    if (!described.ok()) fail(described.status().to_string());
+    served = std::move(*described);
+    served.service = service.get();
+    models.add(request::unowned(served));
     auto s = jobs::SqliteJobStore::open((dir / "jobs.db").string());
     if (!s.ok()) fail(s.status().to_string());
     store = std::move(*s);
     jobs.store = store.get();
-    options.models = {{"tiny", 1700000000, "synapse"}};
-    options.inference = &inference;
+    options.models = &models;
     options.jobs = &jobs;
     options.max_body_bytes = 64 << 10;
     hooks = server::make_server_hooks(options, metrics);

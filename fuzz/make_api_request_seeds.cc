@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Writes the seed corpus of api_request_fuzz: valid and near-valid bodies of each endpoint,
+// Writes the seed corpus of api_request_fuzz: valid and near-valid bodies of each endpoint
+// (completions, chat, tokenize, detokenize, embeddings, rerank),
 // each behind its selector byte.
 //   make_api_request_seeds DIR
 #include <cstdio>
@@ -30,6 +31,12 @@ int main(int argc, char** argv) {
        R"({"messages": [{"role": "user", "content": 5}], "response_format": {"type": "json_object"}})"},
       {2, R"({"content": "hello world", "add_special": true, "with_pieces": true})"},
       {3, R"({"tokens": [1, 2, 3, 2147483647]})"},
+      {4,
+       R"({"model": "e", "input": ["a", "b"], "encoding_format": "base64", "pooling": "mean", "normalize": false, "truncate": true, "dimensions": 8, "priority": "batch"})"},
+      {4, R"({"input": [[1, 2], [3]]})"},
+      {4, R"({"input": [1, 2, 3]})"},
+      {5,
+       R"({"model": "r", "query": "q", "documents": ["a", {"text": "b"}], "top_n": 1, "return_documents": false})"},
   };
   int i = 0;
   for (const Seed& s : seeds) {

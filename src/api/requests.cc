@@ -633,6 +633,8 @@ Result<TokenizeRequest> parse_tokenize_request(std::string_view body, const Requ
   r.add_special = add_special.value_or(false);
   SYN_ASSIGN_OR_RETURN(const auto with_pieces, get_bool(json, "with_pieces"));
   r.with_pieces = with_pieces.value_or(false);
+  SYN_ASSIGN_OR_RETURN(const auto model, get_string(json, "model"));
+  r.model = model.value_or("");
   return r;
 }
 
@@ -644,6 +646,8 @@ Result<DetokenizeRequest> parse_detokenize_request(std::string_view body,
   if (!tokens->is_array()) return wrong_type("tokens", "an array of token ids", *tokens);
   DetokenizeRequest r;
   SYN_ASSIGN_OR_RETURN(r.tokens, token_array(*tokens, "tokens", limits.max_prompt_tokens));
+  SYN_ASSIGN_OR_RETURN(const auto model, get_string(json, "model"));
+  r.model = model.value_or("");
   return r;
 }
 

@@ -102,13 +102,16 @@ struct ChatCompletionRequest {
   OutputFormat format;
 };
 
+// llama-server's bodies; "model" (Synapse's extension) picks one of several served models.
 struct TokenizeRequest {
+  std::string model;
   std::string content;
   bool add_special = false;
   bool with_pieces = false;
 };
 
 struct DetokenizeRequest {
+  std::string model;
   std::vector<int32_t> tokens;
 };
 

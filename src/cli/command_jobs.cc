@@ -23,6 +23,7 @@
 #include "jobs/job_json.h"
 #include "jobs/sqlite_job_store.h"
 #include "jobs/submission.h"
+#include "request/endpoints.h"
 
 namespace synapse::cli {
 namespace {
@@ -129,7 +130,8 @@ std::string done_text(const JobInfo& job) {
 }
 
 int run_submit(SqliteJobStore& store, const Options& o) {
-  const jobs::SubmissionLimits limits;
+  jobs::SubmissionLimits limits;
+  limits.item_urls = request::job_item_urls();
   Result<std::string> text = read_input(o.input, limits.max_input_bytes);
   if (!text.ok()) return fail(text.status());
   Result<jobs::JobClass> job_class = jobs::parse_job_class(o.job_class, "--class");

@@ -12,7 +12,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 
 #include "base/cpu_info.h"
@@ -23,11 +22,10 @@
 #include "encoder/embedder.h"
 #include "format/model_file.h"
 #include "model/arch/architecture.h"
+#include "request/job_items.h"
+#include "request/served_model.h"
 #include "serve/service.h"
-#include "server/embedding_routes.h"
-#include "server/generation_call.h"
 #include "server/http_server.h"
-#include "server/output_constraints.h"
 #include "store/model_ref.h"
 
 namespace synapse::cli {
@@ -59,19 +57,9 @@ std::string model_id(const ServeOptions& o) {
   return o.run.model;
 }
 
-std::string metadata_string(const DecoderModel& model, std::string_view key) {
-  const Result<std::string_view> v = model.file().metadata().get_string(key);
-  return v.ok() ? std::string(*v) : std::string();
-}
-
-std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
-  if (id == tokenizer::kNoToken || id < 0) return "";
-  return std::string(tok.token_text(id));
-}
-
 // The HTTP server's options from the flags. `admitted` requests may each hold a connection
 // thread; spare threads answer the rest (429s, /health, /metrics) at once.
-server::ServerOptions http_options(const ServeOptions& o, const std::string& id, size_t admitted) {
+server::ServerOptions http_options(const ServeOptions& o, size_t admitted) {
   constexpr size_t kSpareThreads = 16;
   server::ServerOptions options = o.http;
   options.host = o.host;
@@ -81,7 +69,6 @@ server::ServerOptions http_options(const ServeOptions& o, const std::string& id,
   options.threads = o.http_threads > 0
                         ? o.http_threads
                         : static_cast<int>(std::min<size_t>(admitted + kSpareThreads, 1024));
-  options.models = {{id, std::time(nullptr), "synapse"}};
   return options;
 }
 
@@ -139,67 +126,30 @@ int run_serve(const ServeOptions& o) {
   Result<tokenizer::Tokenizer> tok = load_tokenizer(model);
   if (!tok.ok()) return fail(tok.status());
 
-  server::Inference inference;
-  inference.tokenizer = &*tok;
-  inference.model_id = model_id(o);
-  inference.bos_token = token_text(*tok, tok->vocab().special().bos);
-  inference.eos_token = token_text(*tok, tok->vocab().special().eos);
-  inference.embedding_pooling = model.hparams().pooling;
-  inference.appended_eos = appended_closing_token(*tok);
-  // A template that cannot render is an error now, not on the first request; a model without
-  // one serves completions, and chat answers no_chat_template.
-  Result<chat::ChatTemplate> chat_template =
-      chat::select_chat_template(metadata_string(model, "tokenizer.chat_template"), o.chat_template,
-                                 inference.bos_token, inference.eos_token);
-  if (chat_template.ok()) {
-    inference.chat_template = std::move(*chat_template);
-  } else if (chat_template.status().code() == ErrorCode::kNoChatTemplate) {
-    std::string names;
-    for (std::string_view name : chat::builtin_template_names()) {
-      names += (names.empty() ? "" : ", ") + std::string(name);
-    }
-    inference.no_chat_template =
-        Status(ErrorCode::kNoChatTemplate,
-               "this model has no chat template; use /v1/completions, or start the server with "
-               "--chat-template NAME (" +
-                   names + ")");
-  } else {
-    return fail(chat_template.status());
-  }
+  request::ServedModelOptions served_options;
+  served_options.chat_template = o.chat_template;
+  served_options.flexible_json = o.json_whitespace == "flexible";
+  Result<request::ServedModel> served =
+      request::describe_served_model(model_id(o), model, *tok, served_options);
+  if (!served.ok()) return fail(served.status());
 
   serve::ServiceConfig config;
   config.scheduler.max_active = o.parallel;
   config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};
   config.eog_tokens = end_of_generation_tokens(model);
   serve::Service service(model, *tok, config);
-  inference.service = &service;
-  // One cache of compiled output constraints for the HTTP routes and the job executor alike.
-  inference.constraints = std::make_shared<server::OutputConstraints>(
-      *tok,
-      inference.chat_template ? inference.chat_template->family() : chat::TemplateFamily::kUnknown,
-      o.json_whitespace == "flexible");
+  served->service = &service;
+  request::ModelDirectory models;
+  models.add(request::unowned(*served));
+  const request::ServedModel& served_model = *served;
 
   // Every admitted request (running or queued in any class) holds a connection thread.
-  server::ServerOptions server_options =
-      http_options(o, inference.model_id, o.parallel + 3 * o.queue_limit);
-  server_options.inference = &inference;
+  server::ServerOptions server_options = http_options(o, o.parallel + 3 * o.queue_limit);
+  server_options.models = &models;
   api::RequestLimits item_limits;
   item_limits.max_body_bytes = o.max_body_bytes;
-  Result<std::unique_ptr<ServeJobs>> jobs = ServeJobs::start(
-      o.jobs,
-      [&inference, item_limits](std::string_view url, std::string_view body, serve::RequestClass c,
-                                const std::function<bool()>& cancelled) {
-        if (url == "/v1/embeddings") {
-          return server::run_embeddings_request(inference, body, c, cancelled);
-        }
-        if (!inference.service->generates()) {
-          return Result<std::string>(Status(
-              ErrorCode::kUnsupportedParameter,
-              "this server serves an embedding model: /v1/embeddings, not " + std::string(url),
-              ErrorWhere{.field = "url"}));
-        }
-        return server::run_generation_request(inference, url, body, c, cancelled, item_limits);
-      });
+  Result<std::unique_ptr<ServeJobs>> jobs =
+      ServeJobs::start(o.jobs, request::job_item_call(models, item_limits));
   if (!jobs.ok()) {
     service.shutdown(std::chrono::milliseconds(0));
     return fail(jobs.status());
@@ -213,13 +163,13 @@ int run_serve(const ServeOptions& o) {
   }
   if (service.generates()) {
     std::printf("synapse serve: %s (ctx %u, parallel %zu, %s), listening on http://%s:%d\n",
-                inference.model_id.c_str(), service.n_ctx(), o.parallel,
-                inference.chat_template ? "chat template" : "no chat template", o.host.c_str(),
+                served_model.id.c_str(), service.n_ctx(), o.parallel,
+                served_model.chat_template ? "chat template" : "no chat template", o.host.c_str(),
                 http.port());
   } else {
     std::printf(
         "synapse serve: %s (embeddings, %u dimensions, ctx %u%s), listening on http://%s:%d\n",
-        inference.model_id.c_str(), service.n_embd(), service.n_ctx(),
+        served_model.id.c_str(), service.n_embd(), service.n_ctx(),
         service.can_rerank() ? ", rerank" : "", o.host.c_str(), http.port());
   }
   print_jobs_line(jobs->get(), o.jobs);

@@ -19,7 +19,7 @@ void add_serve_jobs_options(CLI::App* cmd, ServeJobsOptions& options) {
 }
 
 Result<std::unique_ptr<ServeJobs>> ServeJobs::start(const ServeJobsOptions& options,
-                                                    server::ItemCall call) {
+                                                    request::ItemCall call) {
   if (options.disabled) return std::unique_ptr<ServeJobs>();
   std::unique_ptr<ServeJobs> jobs(new ServeJobs());
   if (options.database.empty()) {
@@ -50,16 +50,16 @@ Result<std::unique_ptr<ServeJobs>> ServeJobs::start(const ServeJobsOptions& opti
     return jobs;
   }
   if (options.workers > 0) {
-    server::JobWorkerOptions worker_options;
+    request::JobWorkerOptions worker_options;
     worker_options.lock_path = jobs->database_ + ".executor-lock";
     worker_options.workers = options.workers;
     worker_options.log = [](const std::string& line) {
       std::fprintf(stderr, "synapse serve: %s\n", line.c_str());
     };
-    jobs->worker_ = std::make_unique<server::JobWorker>(*jobs->store_, std::move(call),
-                                                        std::move(worker_options));
+    jobs->worker_ = std::make_unique<request::JobWorker>(*jobs->store_, std::move(call),
+                                                         std::move(worker_options));
     SYN_RETURN_IF_ERROR(jobs->worker_->start());
-    server::JobWorker* worker = jobs->worker_.get();
+    request::JobWorker* worker = jobs->worker_.get();
     jobs->api_.on_submitted = [worker] { worker->notify(); };
   }
   return jobs;

@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 #include "jobs/sqlite_job_store.h"
-#include "server/job_worker.h"
+#include "request/job_worker.h"
 #include "server/jobs_api.h"
 
 namespace synapse::cli {
@@ -29,7 +29,7 @@ class ServeJobs {
   // Opens (creating) the database and starts the worker; `call` runs one item's request.
   // nullptr when --no-jobs.
   static Result<std::unique_ptr<ServeJobs>> start(const ServeJobsOptions& options,
-                                                  server::ItemCall call);
+                                                  request::ItemCall call);
   ~ServeJobs();  // stop()
 
   const server::JobsApi* api() const { return &api_; }
@@ -41,7 +41,7 @@ class ServeJobs {
   ServeJobs() = default;
   std::string database_;
   std::unique_ptr<jobs::SqliteJobStore> store_;
-  std::unique_ptr<server::JobWorker> worker_;
+  std::unique_ptr<request::JobWorker> worker_;
   server::JobsApi api_;
 };
 

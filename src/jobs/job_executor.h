@@ -2,7 +2,7 @@
 // The executor side of the job protocol as a small loop, so that the protocol is written once:
 // lease a job, take its first items without a result, run them, commit their page, renew, repeat,
 // complete. The server runs it with an ItemRunner that submits a page's items to the engine
-// loop together (server/job_worker.h); tests run it with counting runners (docs/jobs.md).
+// loop together (request/job_worker.h); tests run it with counting runners (docs/jobs.md).
 #pragma once
 
 #include <cstdint>

@@ -19,8 +19,6 @@ using nlohmann::json;
 // nlohmann's dump() and destructor recurse per nesting level; the one JSON entry point bounds the
 // depth before a value is built.
 constexpr int kMaxJsonDepth = 64;
-constexpr std::array<std::string_view, 3> kEndpoints = {"/v1/completions", "/v1/chat/completions",
-                                                        "/v1/embeddings"};
 
 // Through base/json_body.h: depth, duplicate keys and overflowing numbers are invalid_json. Sizes
 // are checked by the callers first, with their own limits and codes.
@@ -62,16 +60,14 @@ Result<JobRequest> parse_request(const json& value, bool method_required,
   }
   const auto url = value.find("url");
   if (url == value.end()) return field_error(ErrorCode::kMissingField, "url is missing", "url");
-  bool known_url = false;
-  if (url->is_string()) {
-    for (std::string_view endpoint : kEndpoints) {
-      known_url = known_url || url->get_ref<const std::string&>() == endpoint;
-    }
-  }
-  if (!known_url) {
-    return field_error(ErrorCode::kInvalidField,
-                       "url must be /v1/completions, /v1/chat/completions or /v1/embeddings",
-                       "url");
+  if (!url->is_string())
+    return field_error(ErrorCode::kInvalidField, "url must be a string", "url");
+  if (!limits.item_urls.empty() &&
+      std::find(limits.item_urls.begin(), limits.item_urls.end(),
+                url->get_ref<const std::string&>()) == limits.item_urls.end()) {
+    std::string urls;
+    for (const std::string& u : limits.item_urls) urls += (urls.empty() ? "" : ", ") + u;
+    return field_error(ErrorCode::kInvalidField, "url must be one of " + urls, "url");
   }
   const auto body = value.find("body");
   if (body == value.end()) return field_error(ErrorCode::kMissingField, "body is missing", "body");

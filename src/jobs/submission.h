@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "jobs/job_types.h"
@@ -20,6 +21,9 @@ struct SubmissionLimits {
   int64_t max_requests = 50'000;  // OpenAI's batch limit
   int64_t max_custom_id_bytes = 512;
   int64_t max_line_errors = 1000;  // details kept for this many; every one is counted
+  // The urls an item may name (the server's endpoint table, request::job_item_urls()); empty:
+  // any url, left to the executor to refuse.
+  std::vector<std::string> item_urls;
 };
 
 // One request per line: {"custom_id", "method": "POST", "url", "body"}. Blank lines are skipped.

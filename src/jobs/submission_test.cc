@@ -8,6 +8,14 @@
 namespace synapse::jobs {
 namespace {
 
+// The urls the server's endpoint table lets items name (request::job_item_urls(); the jobs
+// layer takes them as a limit).
+SubmissionLimits with_urls() {
+  SubmissionLimits limits;
+  limits.item_urls = {"/v1/completions", "/v1/chat/completions", "/v1/embeddings"};
+  return limits;
+}
+
 std::string line(std::string_view custom_id, std::string_view url = "/v1/completions",
                  std::string_view body = R"({"prompt":"hi","max_tokens":4})") {
   return R"({"custom_id":")" + std::string(custom_id) + R"(","method":"POST","url":")" +
@@ -42,7 +50,7 @@ TEST(Submission, ReportsBadLinesAndKeepsTheValidOnes) {
                            "\n" +                         // 7
                            std::string(70, '[') + "\n" +  // 8
                            line("ok2") + "\n";            // 9
-  Result<Submission> parsed = parse_jsonl_submission(text, JobClass::kBatch);
+  Result<Submission> parsed = parse_jsonl_submission(text, JobClass::kBatch, with_urls());
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
   ASSERT_EQ(parsed->requests.size(), 2u);
   EXPECT_EQ(parsed->requests[0].custom_id, "ok1");
@@ -144,7 +152,8 @@ TEST(Submission, ParsesTheJsonForm) {
       R"({"class":"background","execution_ttl_s":60,"requests":[
           {"custom_id":"a","url":"/v1/completions","body":{"prompt":"p"}},
           {"custom_id":"b","url":"/v1/nope","body":{}},
-          {"custom_id":"c","method":"POST","url":"/v1/embeddings","body":{"input":"x"}}]})");
+          {"custom_id":"c","method":"POST","url":"/v1/embeddings","body":{"input":"x"}}]})",
+      with_urls());
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->job_class, JobClass::kBackground);
   EXPECT_EQ(parsed->execution_ttl_ms, 60'000);

@@ -22,8 +22,6 @@ constexpr int kMaxJsonDepth = 64;
 // The store takes keys of up to 255 bytes; the namespace prefix must fit beside the client's.
 constexpr size_t kMaxIdempotencyKeyBytes = 200;
 constexpr std::string_view kBatchKeyPrefix = "batch:";
-constexpr std::array<std::string_view, 3> kEndpoints = {"/v1/completions", "/v1/chat/completions",
-                                                        "/v1/embeddings"};
 constexpr std::string_view kCompletionWindow = "24h";  // the only window OpenAI offers
 constexpr int64_t kCompletionWindowMs = int64_t{24} * 3600 * 1000;
 // OpenAI's metadata bounds.
@@ -280,13 +278,11 @@ class BatchRoutes {
     jobs::OpenAiBatch batch;
     SYN_ASSIGN_OR_RETURN(batch.input_file_id, required_string(root, "input_file_id"));
     SYN_ASSIGN_OR_RETURN(batch.endpoint, required_string(root, "endpoint"));
-    bool known_endpoint = false;
-    for (std::string_view endpoint : kEndpoints) known_endpoint |= batch.endpoint == endpoint;
-    if (!known_endpoint) {
-      return field_error(ErrorCode::kInvalidField,
-                         "endpoint must be /v1/completions, /v1/chat/completions or "
-                         "/v1/embeddings",
-                         "endpoint");
+    const std::vector<std::string> urls = request::job_item_urls();
+    if (std::find(urls.begin(), urls.end(), batch.endpoint) == urls.end()) {
+      std::string names;
+      for (const std::string& u : urls) names += (names.empty() ? "" : ", ") + u;
+      return field_error(ErrorCode::kInvalidField, "endpoint must be one of " + names, "endpoint");
     }
     SYN_ASSIGN_OR_RETURN(batch.completion_window, required_string(root, "completion_window"));
     if (batch.completion_window != kCompletionWindow) {
@@ -306,7 +302,7 @@ class BatchRoutes {
     Result<std::string> content = store_.file_content(batch.input_file_id);
     if (!content.ok()) return as_param(content.status(), "input_file_id");
     Result<jobs::Submission> submission =
-        jobs::parse_jsonl_submission(*content, jobs::JobClass::kBatch, jobs_.limits);
+        jobs::parse_jsonl_submission(*content, jobs::JobClass::kBatch, submission_limits(jobs_));
     if (!submission.ok()) return as_param(submission.status(), "input_file_id");
     if (Status s = jobs::restrict_to_endpoint(*submission, batch.endpoint, jobs_.limits); !s.ok()) {
       return as_param(s, "input_file_id");
@@ -322,23 +318,46 @@ class BatchRoutes {
 
 }  // namespace
 
-void add_batch_routes(http::Router& router, const JobsApi& jobs) {
+std::optional<http::Handler> batch_route(request::EndpointKind kind, const JobsApi& jobs) {
+  using request::EndpointKind;
+  using Method = void (BatchRoutes::*)(const http::Request&, http::Response&) const;
+  Method method = nullptr;
+  switch (kind) {
+    case EndpointKind::kUploadFile:
+      method = &BatchRoutes::upload_file;
+      break;
+    case EndpointKind::kListFiles:
+      method = &BatchRoutes::list_files;
+      break;
+    case EndpointKind::kFileContent:
+      method = &BatchRoutes::file_content;
+      break;
+    case EndpointKind::kGetFile:
+      method = &BatchRoutes::get_file;
+      break;
+    case EndpointKind::kDeleteFile:
+      method = &BatchRoutes::delete_file;
+      break;
+    case EndpointKind::kCreateBatch:
+      method = &BatchRoutes::create_batch;
+      break;
+    case EndpointKind::kListBatches:
+      method = &BatchRoutes::list_batches;
+      break;
+    case EndpointKind::kGetBatch:
+      method = &BatchRoutes::get_batch;
+      break;
+    case EndpointKind::kCancelBatch:
+      method = &BatchRoutes::cancel_batch;
+      break;
+    default:
+      return std::nullopt;
+  }
   // Shared by the handlers, which the router copies; it lives as long as the server's routes.
   auto routes = std::make_shared<const BatchRoutes>(jobs);
-  auto bind = [routes](void (BatchRoutes::*handler)(const http::Request&, http::Response&) const) {
-    return [routes, handler](const http::Request& req, http::Response& res) {
-      ((*routes).*handler)(req, res);
-    };
+  return [routes, method](const http::Request& req, http::Response& res) {
+    ((*routes).*method)(req, res);
   };
-  router.add("POST", "/v1/files", bind(&BatchRoutes::upload_file));
-  router.add("GET", "/v1/files", bind(&BatchRoutes::list_files));
-  router.add("GET", "/v1/files/{id}/content", bind(&BatchRoutes::file_content));
-  router.add("GET", "/v1/files/{id}", bind(&BatchRoutes::get_file));
-  router.add("DELETE", "/v1/files/{id}", bind(&BatchRoutes::delete_file));
-  router.add("POST", "/v1/batches", bind(&BatchRoutes::create_batch));
-  router.add("GET", "/v1/batches", bind(&BatchRoutes::list_batches));
-  router.add("GET", "/v1/batches/{id}", bind(&BatchRoutes::get_batch));
-  router.add("POST", "/v1/batches/{id}/cancel", bind(&BatchRoutes::cancel_batch));
 }
 
 }  // namespace synapse::server

@@ -7,11 +7,15 @@
 // store and serialize; the job executor runs the work. Private to the server library.
 #pragma once
 
-#include "http/router.h"
+#include <optional>
+
+#include "http/server.h"
+#include "request/endpoints.h"
 #include "server/jobs_api.h"
 
 namespace synapse::server {
 
-void add_batch_routes(http::Router& router, const JobsApi& jobs);
+// The handler of the endpoint `kind` when it is one of these routes; nullopt otherwise.
+std::optional<http::Handler> batch_route(request::EndpointKind kind, const JobsApi& jobs);
 
 }  // namespace synapse::server

@@ -1,26 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/http_metrics.h"
 
-#include <array>
+#include "request/endpoints.h"
 
 namespace synapse::server {
-namespace {
-
-std::string route_label(std::string_view path) {
-  static constexpr std::array<std::string_view, 8> kRoutes = {
-      "/health",   "/v1/models",  "/v1/completions", "/v1/chat/completions",
-      "/tokenize", "/detokenize", "/metrics",        "/v1/embeddings"};
-  for (std::string_view r : kRoutes) {
-    if (path == r) return std::string(r);
-  }
-  return "other";
-}
-
-}  // namespace
 
 void HttpMetrics::count(std::string_view path, int status) {
   std::lock_guard lock(mu_);
-  ++requests_[{route_label(path), status}];
+  ++requests_[{request::metrics_label(path), status}];
 }
 
 std::string HttpMetrics::render_prometheus() const {

@@ -7,11 +7,11 @@
 #include "api/requests.h"
 #include "base/echo.h"
 #include "http/router.h"
+#include "request/endpoints.h"
 #include "server/batch_routes.h"
-#include "server/embedding_routes.h"
 #include "server/http_reply.h"
-#include "server/inference_routes.h"
 #include "server/job_routes.h"
+#include "server/model_routes.h"
 
 namespace synapse::server {
 namespace {
@@ -27,10 +27,13 @@ bool same_key(std::string_view given, std::string_view expected) {
   return diff == 0 && !expected.empty();
 }
 
-// Every path but /health needs the key when one is set. Runs on the request head, before the
-// body is read: an unauthenticated client cannot make the server read (or wait for) a body.
+// Every path but the table's open ones (/health) needs the key when one is set. Runs on the request
+// head, before the body is read: an unauthenticated client cannot make the server read (or wait
+// for) a body.
 std::optional<http::Response> check_api_key(const std::string& key, const http::Request& head) {
-  if (key.empty() || head.path == "/health") return std::nullopt;
+  if (key.empty()) return std::nullopt;
+  const request::Endpoint* endpoint = request::find_endpoint(head.path);
+  if (endpoint != nullptr && endpoint->open) return std::nullopt;
   const std::string header = head.header("Authorization");
   constexpr std::string_view kBearer = "Bearer ";
   const bool ok = header.size() > kBearer.size() &&
@@ -60,38 +63,61 @@ http::Response protocol_error(int http_status, std::string_view code, const std:
   return res;
 }
 
-// The table of every endpoint this server answers, built from what it serves.
-http::Router build_routes(const ServerOptions& options, const HttpMetrics& metrics) {
-  http::Router router;
-  router.add("GET", "/health", [](const http::Request&, http::Response& res) {
-    res.set_content(R"({"status":"ok"})", std::string(kJson));
-  });
-  const std::string models = api::models_response(options.models);
-  router.add("GET", "/v1/models", [models](const http::Request&, http::Response& res) {
-    res.set_content(models, std::string(kJson));
-  });
-  api::RequestLimits limits;
-  limits.max_body_bytes = options.max_body_bytes;
-  const Inference* inference = options.inference;
-  if (inference != nullptr) {
-    add_inference_routes(router, *inference, limits);
-    add_embedding_routes(router, *inference, limits);
-    if (!inference->service->generates()) add_wrong_model_routes(router, inference->model_id);
+// The handler of a server endpoint (health, the model list, metrics).
+http::Handler server_route(request::EndpointKind kind, const ServerOptions& options,
+                           const HttpMetrics& metrics) {
+  const request::ModelDirectory* models = options.models;
+  switch (kind) {
+    case request::EndpointKind::kHealth:
+      return [](const http::Request&, http::Response& res) {
+        res.set_content(R"({"status":"ok"})", std::string(kJson));
+      };
+    case request::EndpointKind::kListModels: {
+      const std::string list =
+          api::models_response(models != nullptr ? models->list() : std::vector<api::ModelInfo>{});
+      return [list](const http::Request&, http::Response& res) {
+        res.set_content(list, std::string(kJson));
+      };
+    }
+    default:  // kMetrics: every model's service metrics, then the HTTP counts.
+      return [&metrics, models](const http::Request&, http::Response& res) {
+        std::string text = models != nullptr ? models->render_prometheus() : "";
+        text += metrics.render_prometheus();
+        res.set_content(text, "text/plain; version=0.0.4");
+      };
   }
-  if (options.jobs != nullptr && options.jobs->store != nullptr) {
-    add_job_routes(router, *options.jobs);
-    add_batch_routes(router, *options.jobs);
+}
+
+// The handler of `endpoint` when `options` serves its group.
+std::optional<http::Handler> route_for(const request::Endpoint& endpoint,
+                                       const ServerOptions& options, const HttpMetrics& metrics,
+                                       const api::RequestLimits& limits) {
+  switch (endpoint.group) {
+    case request::EndpointGroup::kServer:
+      return server_route(endpoint.kind, options, metrics);
+    case request::EndpointGroup::kModel:
+      if (options.models == nullptr) return std::nullopt;
+      return model_route(endpoint.kind, *options.models, limits);
+    case request::EndpointGroup::kJobs:
+      if (options.jobs == nullptr || options.jobs->store == nullptr) return std::nullopt;
+      if (auto handler = job_route(endpoint.kind, *options.jobs)) return handler;
+      return batch_route(endpoint.kind, *options.jobs);
   }
-  // The service's metrics (when there is one) and the HTTP counts.
-  router.add("GET", "/metrics", [&metrics, inference](const http::Request&, http::Response& res) {
-    std::string text = inference != nullptr ? inference->service->render_prometheus() : "";
-    text += metrics.render_prometheus();
-    res.set_content(text, "text/plain; version=0.0.4");
-  });
-  return router;
+  return std::nullopt;
 }
 
 }  // namespace
+
+http::Router build_routes(const ServerOptions& options, const HttpMetrics& metrics) {
+  api::RequestLimits limits;
+  limits.max_body_bytes = options.max_body_bytes;
+  http::Router router;
+  for (const request::Endpoint& endpoint : request::endpoints()) {
+    std::optional<http::Handler> handler = route_for(endpoint, options, metrics, limits);
+    if (handler) router.add(std::string(endpoint.method), std::string(endpoint.path), *handler);
+  }
+  return router;
+}
 
 http::ServerHooks make_server_hooks(const ServerOptions& options, HttpMetrics& metrics) {
   auto router = std::make_shared<const http::Router>(build_routes(options, metrics));

@@ -4,9 +4,10 @@
 // soon as a request's head is in (before its body), bounds request bodies, connection time and
 // connections per client, answers errors in OpenAI's shape, counts requests for /metrics, and
 // shuts down gracefully (every response in flight written before the listener's threads stop).
-// With an `Inference` it also serves the generation routes (inference_routes.h). HTTP threads
-// never touch tensors (docs/ARCHITECTURE.md, threading model): they submit to the Service and
-// stream its events.
+// Every route comes from the endpoint table (request/endpoints.h); with a model directory it
+// serves the model routes (model_routes.h), with a job store the job and batch routes. HTTP
+// threads never touch tensors (docs/ARCHITECTURE.md, threading model): the request layer submits
+// to a model's Service and they write what it returns.
 #pragma once
 
 #include <chrono>
@@ -17,9 +18,10 @@
 
 #include "api/responses.h"
 #include "base/status.h"
+#include "http/router.h"
 #include "http/server.h"
+#include "request/served_model.h"
 #include "server/http_metrics.h"
-#include "server/inference.h"
 #include "server/jobs_api.h"
 
 namespace synapse::server {
@@ -45,21 +47,24 @@ struct ServerOptions {
   // (429s, /health, /metrics). Connections that are still sending their request, or idle, hold
   // no thread.
   int threads = 8;
-  std::vector<api::ModelInfo> models;
-  // Not owned; the model routes (generation, embeddings, rerank); none: no model routes.
-  const Inference* inference = nullptr;
+  // Not owned; the model routes (generation, embeddings, rerank, tokenize) over these models;
+  // none: no model routes, and /v1/models lists nothing.
+  const request::ModelDirectory* models = nullptr;
   // Not owned; the durable job routes (/v1/jobs, /v1/files, /v1/batches) when set.
   const JobsApi* jobs = nullptr;
 };
 
-// What the http::Server runs for these options: the table of every endpoint (routes for what
-// `options` serves, 404/405 for the rest), the API-key gate, errors in OpenAI's shape, the
+// What the http::Server runs for these options: the routes of the endpoint table's rows that
+// `options` serves (404/405 for the rest), the API-key gate, errors in OpenAI's shape, the
 // metrics count. HttpServer::start uses it; the HTTP fuzz target drives it without sockets.
 // `options` (and what it points to) and `metrics` must outlive the hooks.
 http::ServerHooks make_server_hooks(const ServerOptions& options, HttpMetrics& metrics);
 
 // The key from --api-key, else the SYNAPSE_API_KEY environment variable, else none.
 std::string resolve_api_key(const std::string& flag_value);
+
+// The router make_server_hooks uses: one route per endpoint-table row `options` serves.
+http::Router build_routes(const ServerOptions& options, const HttpMetrics& metrics);
 
 class HttpServer {
  public:

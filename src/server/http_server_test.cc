@@ -10,13 +10,29 @@
 namespace synapse::server {
 namespace {
 
+// A model listed by /v1/models; the tests here send it no work (it has no service).
+const request::ModelDirectory& listed_models() {
+  static const request::ServedModel tiny = [] {
+    request::ServedModel m;
+    m.id = "tiny";
+    m.created = 1700000000;
+    return m;
+  }();
+  static const request::ModelDirectory directory = [] {
+    request::ModelDirectory d;
+    d.add(request::unowned(tiny));
+    return d;
+  }();
+  return directory;
+}
+
 ServerOptions options(std::string key = "") {
   ServerOptions o;
   o.port = 0;
   o.api_key = std::move(key);
   o.max_body_bytes = 1024;
   o.threads = 2;
-  o.models = {{"tiny", 1700000000, "synapse"}};
+  o.models = &listed_models();
   return o;
 }
 

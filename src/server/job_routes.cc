@@ -57,7 +57,7 @@ Result<jobs::Submission> parse_submission(const JobsApi& api, const http::Reques
     if (class_name) {
       SYN_ASSIGN_OR_RETURN(job_class, jobs::parse_job_class(*class_name, "class"));
     }
-    return jobs::parse_jsonl_submission(req.body, job_class, api.limits);
+    return jobs::parse_jsonl_submission(req.body, job_class, submission_limits(api));
   }
   // Refused rather than ignored: a client that names the class twice would otherwise get the
   // body's (or the default) without noticing.
@@ -67,7 +67,7 @@ Result<jobs::Submission> parse_submission(const JobsApi& api, const http::Reques
                   "X-Synapse-Class apply to JSONL bodies (Content-Type: application/jsonl)",
                   ErrorWhere{.field = "class"});
   }
-  return jobs::parse_json_submission(req.body, api.limits);
+  return jobs::parse_json_submission(req.body, submission_limits(api));
 }
 
 void handle_submit(const JobsApi& api, const http::Request& req, http::Response& res) {
@@ -134,26 +134,33 @@ void handle_results(const JobsApi& api, const http::Request& req, http::Response
 
 }  // namespace
 
-void add_job_routes(http::Router& router, const JobsApi& jobs) {
+std::optional<http::Handler> job_route(request::EndpointKind kind, const JobsApi& jobs) {
+  using request::EndpointKind;
   const JobsApi* api = &jobs;
-  router.add("POST", "/v1/jobs", [api](const http::Request& req, http::Response& res) {
-    handle_submit(*api, req, res);
-  });
-  router.add("GET", "/v1/jobs",
-             [api](const http::Request& req, http::Response& res) { handle_list(*api, req, res); });
-  router.add("GET", "/v1/jobs/{id}", [api](const http::Request& req, http::Response& res) {
-    Result<jobs::JobInfo> job = api->store->get_job(req.path_param("id"));
-    if (!job.ok()) return send_error(res, job.status());
-    send_json(res, jobs::job_json(*job));
-  });
-  router.add("GET", "/v1/jobs/{id}/results", [api](const http::Request& req, http::Response& res) {
-    handle_results(*api, req, res);
-  });
-  router.add("POST", "/v1/jobs/{id}/cancel", [api](const http::Request& req, http::Response& res) {
-    Result<jobs::JobInfo> job = api->store->cancel(req.path_param("id"));
-    if (!job.ok()) return send_error(res, job.status());
-    send_json(res, jobs::job_json(*job));
-  });
+  switch (kind) {
+    case EndpointKind::kSubmitJob:
+      return
+          [api](const http::Request& req, http::Response& res) { handle_submit(*api, req, res); };
+    case EndpointKind::kListJobs:
+      return [api](const http::Request& req, http::Response& res) { handle_list(*api, req, res); };
+    case EndpointKind::kGetJob:
+      return [api](const http::Request& req, http::Response& res) {
+        Result<jobs::JobInfo> job = api->store->get_job(req.path_param("id"));
+        if (!job.ok()) return send_error(res, job.status());
+        send_json(res, jobs::job_json(*job));
+      };
+    case EndpointKind::kJobResults:
+      return
+          [api](const http::Request& req, http::Response& res) { handle_results(*api, req, res); };
+    case EndpointKind::kCancelJob:
+      return [api](const http::Request& req, http::Response& res) {
+        Result<jobs::JobInfo> job = api->store->cancel(req.path_param("id"));
+        if (!job.ok()) return send_error(res, job.status());
+        send_json(res, jobs::job_json(*job));
+      };
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace synapse::server

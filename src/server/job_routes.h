@@ -6,12 +6,16 @@
 // jobs.
 #pragma once
 
-#include "http/router.h"
+#include <optional>
+
+#include "http/server.h"
+#include "request/endpoints.h"
 #include "server/jobs_api.h"
 
 namespace synapse::server {
 
 // `jobs` (and its store) must outlive the server.
-void add_job_routes(http::Router& router, const JobsApi& jobs);
+// The handler of the endpoint `kind` when it is one of these routes; nullopt otherwise.
+std::optional<http::Handler> job_route(request::EndpointKind kind, const JobsApi& jobs);
 
 }  // namespace synapse::server

@@ -10,6 +10,7 @@
 
 #include "jobs/job_store.h"
 #include "jobs/submission.h"
+#include "request/endpoints.h"
 
 namespace synapse::server {
 
@@ -18,5 +19,12 @@ struct JobsApi {
   jobs::SubmissionLimits limits;
   std::function<void()> on_submitted;  // may be empty
 };
+
+// The limits a submission is parsed with: the API's, its items' urls from the endpoint table.
+inline jobs::SubmissionLimits submission_limits(const JobsApi& api) {
+  jobs::SubmissionLimits limits = api.limits;
+  if (limits.item_urls.empty()) limits.item_urls = request::job_item_urls();
+  return limits;
+}
 
 }  // namespace synapse::server

@@ -280,11 +280,13 @@ TEST_F(ServeEmbedTest, BadInput) {
   const Reply cut = embed(Json{{"input", long_text}, {"truncate", true}}.dump());
   EXPECT_EQ(cut.status, 200) << cut.body.dump();
   EXPECT_EQ(cut.body["usage"]["prompt_tokens"], 16);
-  // The wrong kind of model: generation routes here, rerank without a head.
+  // The wrong kind of model: generation routes here (a valid body: the model it names is the
+  // one refused), rerank without a head.
   expect_error(post(*server, "/v1/completions", R"({"prompt": "hi"})"), "unsupported_parameter",
                "model");
-  expect_error(post(*server, "/v1/chat/completions", R"({"messages": []})"),
-               "unsupported_parameter", "model");
+  expect_error(
+      post(*server, "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})"),
+      "unsupported_parameter", "model");
   expect_error(post(*server, "/v1/rerank", R"({"query": "a", "documents": ["b"]})"),
                "unsupported_parameter", "model");
   EXPECT_EQ(server->stop(), 0);
