@@ -204,6 +204,8 @@ std::string models_response(const std::vector<ModelInfo>& models) {
     entry["object"] = "model";
     entry["created"] = m.created;
     entry["owned_by"] = m.owned_by;
+    if (!m.kind.empty()) entry["kind"] = m.kind;
+    if (m.loaded) entry["loaded"] = *m.loaded;
     j["data"].push_back(std::move(entry));
   }
   return dump(j);

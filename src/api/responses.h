@@ -95,6 +95,10 @@ struct ModelInfo {
   std::string id;
   int64_t created = 0;
   std::string owned_by = "synapse";
+  // Synapse's extensions: what the model answers ("generation", "embedding", "rerank") and
+  // whether it is in memory now; not written when empty.
+  std::string kind;
+  std::optional<bool> loaded;
 };
 std::string models_response(const std::vector<ModelInfo>& models);
 

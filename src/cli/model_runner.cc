@@ -14,6 +14,10 @@ namespace synapse::cli {
 void add_run_options(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("-m,--model", o.model, "GGUF or package file, or a stored model's name")
       ->required();
+  add_load_options(cmd, o);
+}
+
+void add_load_options(CLI::App* cmd, RunOptions& o) {
   add_store_option(cmd, o.store);
   cmd->add_option("-t,--threads", o.threads, "Threads (default: physical cores)")
       ->check(CLI::Range(1, 1024));

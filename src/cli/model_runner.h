@@ -28,6 +28,8 @@ struct RunOptions {
 
 // -m/--model, --store, -t/--threads, --ctx, --activations, --cache-type.
 void add_run_options(CLI::App* cmd, RunOptions& options);
+// The same without -m (a command that takes its models another way).
+void add_load_options(CLI::App* cmd, RunOptions& options);
 
 struct LoadedModel {
   ResolvedModel resolved;

@@ -15,7 +15,7 @@
 
 #include "api/embeddings.h"
 #include "base/status.h"
-#include "request/served_model.h"
+#include "request/model_directory.h"
 #include "serve/request.h"
 
 namespace synapse::request {

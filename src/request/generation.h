@@ -18,7 +18,7 @@
 #include "base/status.h"
 #include "chat/tool_calls.h"
 #include "request/endpoints.h"
-#include "request/served_model.h"
+#include "request/model_directory.h"
 #include "serve/request.h"
 #include "serve/request_handle.h"
 

@@ -12,7 +12,7 @@
 #include "api/requests.h"
 #include "base/status.h"
 #include "request/job_worker.h"
-#include "request/served_model.h"
+#include "request/model_directory.h"
 
 namespace synapse::request {
 

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "request/served_model.h"
 
-#include <ctime>
-
 #include "base/echo.h"
 #include "encoder/embedder.h"
 #include "model/decoder.h"
@@ -33,9 +31,9 @@ Result<ServedModel> describe_served_model(std::string id, const DecoderModel& mo
   served.eos_token = token_text(tokenizer, tokenizer.vocab().special().eos);
   served.embedding_pooling = model.hparams().pooling;
   served.appended_eos = appended_closing_token(tokenizer);
-  Result<chat::ChatTemplate> chat_template = chat::select_chat_template(
-      metadata_string(model, "tokenizer.chat_template"), options.chat_template, served.bos_token,
-      served.eos_token);
+  Result<chat::ChatTemplate> chat_template =
+      chat::select_chat_template(metadata_string(model, "tokenizer.chat_template"),
+                                 options.chat_template, served.bos_token, served.eos_token);
   if (chat_template.ok()) {
     served.chat_template = std::move(*chat_template);
   } else if (chat_template.status().code() == ErrorCode::kNoChatTemplate) {
@@ -61,41 +59,6 @@ void add_constraints(ServedModel& model, bool flexible_json) {
       *model.tokenizer,
       model.chat_template ? model.chat_template->family() : chat::TemplateFamily::kUnknown,
       flexible_json);
-}
-
-void ModelDirectory::add(ModelHandle model) {
-  created_.push_back(model->created != 0 ? model->created : std::time(nullptr));
-  models_.push_back(std::move(model));
-}
-
-Result<ModelHandle> ModelDirectory::find(std::string_view name) const {
-  if (models_.empty()) return Status(ErrorCode::kModelNotFound, "this server serves no model");
-  if (name.empty()) return models_.front();
-  std::string served;
-  for (const ModelHandle& m : models_) {
-    if (m->id == name) return m;
-    served += (served.empty() ? "'" : ", '") + m->id + "'";
-  }
-  return Status(ErrorCode::kModelNotFound,
-                "the model '" + clip_for_echo(name) + "' does not exist; this server serves " +
-                    served,
-                ErrorWhere{.field = "model"});
-}
-
-std::vector<api::ModelInfo> ModelDirectory::list() const {
-  std::vector<api::ModelInfo> out;
-  for (size_t i = 0; i < models_.size(); ++i) {
-    out.push_back({models_[i]->id, created_[i], "synapse"});
-  }
-  return out;
-}
-
-std::string ModelDirectory::render_prometheus() const {
-  std::string out;
-  for (const ModelHandle& m : models_) {
-    if (m->service != nullptr) out += m->service->render_prometheus();
-  }
-  return out;
 }
 
 }  // namespace synapse::request

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // A model as requests see it (`ServedModel`: its Service, tokenizer, chat template, output
-// constraints and embedding defaults) and the directory that finds the one a request names
-// (`ModelDirectory`). Everything a request does goes through a `ModelHandle`, which keeps the
-// model alive while the request runs.
+// constraints and embedding defaults). Everything a request does goes through a `ModelHandle`
+// from the ModelDirectory (model_directory.h), which keeps the model loaded while it lives.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,7 +27,7 @@ namespace synapse::request {
 class OutputConstraints;
 
 struct ServedModel {
-  std::string id;  // what clients write in "model"
+  std::string id;       // what clients write in "model"
   int64_t created = 0;  // unix seconds, listed by /v1/models; 0: when it joined the directory
   serve::Service* service = nullptr;
   const tokenizer::Tokenizer* tokenizer = nullptr;
@@ -52,8 +50,8 @@ struct ServedModel {
 using ModelHandle = std::shared_ptr<const ServedModel>;
 
 struct ServedModelOptions {
-  std::string chat_template;       // a built-in template's name instead of the model's
-  bool flexible_json = false;      // structured outputs: whitespace between JSON tokens
+  std::string chat_template;   // a built-in template's name instead of the model's
+  bool flexible_json = false;  // structured outputs: whitespace between JSON tokens
 };
 
 // Fills what a served model offers requests from the loaded model and its tokenizer: the chat
@@ -63,24 +61,6 @@ struct ServedModelOptions {
 Result<ServedModel> describe_served_model(std::string id, const DecoderModel& model,
                                           const tokenizer::Tokenizer& tokenizer,
                                           const ServedModelOptions& options);
-
-// The models a server answers for, by the names requests use.
-class ModelDirectory {
- public:
-  // `model` stays valid as long as the handle (and the directory) lives.
-  void add(ModelHandle model);
-  // The model `name` names; an empty name picks the first model (llama-server's and Ollama's
-  // clients may omit it). model_not_found (field "model") names the served models.
-  Result<ModelHandle> find(std::string_view name) const;
-  std::vector<api::ModelInfo> list() const;
-  std::span<const ModelHandle> models() const { return models_; }
-  // Every model's service metrics.
-  std::string render_prometheus() const;
-
- private:
-  std::vector<ModelHandle> models_;
-  std::vector<int64_t> created_;
-};
 
 // Gives `model` its output-constraint cache (describe_served_model does; models built by hand in
 // tests and tools call this).

@@ -72,13 +72,12 @@ http::Handler server_route(request::EndpointKind kind, const ServerOptions& opti
       return [](const http::Request&, http::Response& res) {
         res.set_content(R"({"status":"ok"})", std::string(kJson));
       };
-    case request::EndpointKind::kListModels: {
-      const std::string list =
-          api::models_response(models != nullptr ? models->list() : std::vector<api::ModelInfo>{});
-      return [list](const http::Request&, http::Response& res) {
-        res.set_content(list, std::string(kJson));
+    case request::EndpointKind::kListModels:
+      return [models](const http::Request&, http::Response& res) {
+        res.set_content(api::models_response(models != nullptr ? models->model_infos()
+                                                               : std::vector<api::ModelInfo>{}),
+                        std::string(kJson));
       };
-    }
     default:  // kMetrics: every model's service metrics, then the HTTP counts.
       return [&metrics, models](const http::Request&, http::Response& res) {
         std::string text = models != nullptr ? models->render_prometheus() : "";

@@ -20,7 +20,7 @@
 #include "base/status.h"
 #include "http/router.h"
 #include "http/server.h"
-#include "request/served_model.h"
+#include "request/model_directory.h"
 #include "server/http_metrics.h"
 #include "server/jobs_api.h"
 

@@ -18,12 +18,12 @@ const request::ModelDirectory& listed_models() {
     m.created = 1700000000;
     return m;
   }();
-  static const request::ModelDirectory directory = [] {
-    request::ModelDirectory d;
-    d.add(request::unowned(tiny));
+  static const request::ModelDirectory* directory = [] {
+    auto* d = new request::ModelDirectory();  // lives as long as the test program
+    d->add(request::unowned(tiny));
     return d;
   }();
-  return directory;
+  return *directory;
 }
 
 ServerOptions options(std::string key = "") {
@@ -49,7 +49,7 @@ TEST(HttpServer, HealthAndModels) {
   EXPECT_EQ(models->status, 200);
   EXPECT_EQ(
       models->body,
-      R"({"object":"list","data":[{"id":"tiny","object":"model","created":1700000000,"owned_by":"synapse"}]})");
+      R"({"object":"list","data":[{"id":"tiny","object":"model","created":1700000000,"owned_by":"synapse","kind":"generation","loaded":true}]})");
   auto missing = client.Get("/v1/nothing");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);

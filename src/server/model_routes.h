@@ -11,7 +11,7 @@
 #include "api/requests.h"
 #include "http/server.h"
 #include "request/endpoints.h"
-#include "request/served_model.h"
+#include "request/model_directory.h"
 
 namespace synapse::server {
 

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/serve_models.h"
+
+#include <filesystem>
+#include <memory>
+
+#include "serve/service.h"
+#include "store/model_store.h"
+
+namespace synapse::cli {
+namespace {
+
+// A loaded model and what it runs on, owned together; the Service stops first.
+struct ServeInstance : request::ModelInstance {
+  LoadedModel loaded;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<serve::Service> service;
+  ~ServeInstance() override { service.reset(); }
+};
+
+Result<std::unique_ptr<request::ModelInstance>> load_instance(const ServeModelsOptions& o,
+                                                              const request::ModelSource& source) {
+  RunOptions run = o.run;
+  run.model = source.ref;
+  auto instance = std::make_unique<ServeInstance>();
+  SYN_ASSIGN_OR_RETURN(instance->loaded, load_model(run, serve::serving_decoder_options()));
+  DecoderModel& model = *instance->loaded.model;
+  SYN_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, load_tokenizer(model));
+  instance->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+  request::ServedModelOptions served_options;
+  served_options.chat_template = o.chat_template;
+  served_options.flexible_json = o.json_whitespace == "flexible";
+  SYN_ASSIGN_OR_RETURN(
+      instance->served,
+      request::describe_served_model(source.name, model, *instance->tokenizer, served_options));
+  serve::ServiceConfig config;
+  config.scheduler.max_active = o.parallel;
+  config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};
+  config.eog_tokens = end_of_generation_tokens(model);
+  instance->service = std::make_unique<serve::Service>(model, *instance->tokenizer, config);
+  instance->served.service = instance->service.get();
+  const serve::Service& service = *instance->service;
+  instance->kind = service.generates()    ? request::ServedKind::kGeneration
+                   : service.can_rerank() ? request::ServedKind::kRerank
+                                          : request::ServedKind::kEmbedding;
+  std::error_code ec;
+  instance->bytes = std::filesystem::file_size(instance->loaded.resolved.path, ec);
+  if (ec) instance->bytes = source.bytes;
+  return std::unique_ptr<request::ModelInstance>(std::move(instance));
+}
+
+// The id clients name in "model" for a -m reference: the store name, or the file name without
+// its extension.
+std::string model_id(const std::string& ref) {
+  const std::filesystem::path p(ref);
+  if (p.has_extension() || ref.find('/') != std::string::npos) {
+    if (std::filesystem::exists(p)) return p.stem().string();
+  }
+  return ref;
+}
+
+// A -m reference as a source: a file on disk (used as it is), else a store name or digest.
+Result<request::ModelSource> source_for(const std::string& ref, const std::string& name,
+                                        const std::string& store_directory) {
+  request::ModelSource source;
+  source.name = name;
+  source.ref = ref;
+  source.keep_alive = request::KeepAlive(-1);
+  std::string path = ref;
+  if (!std::filesystem::is_regular_file(ref)) {
+    SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(store_directory));
+    Result<StoredModel> stored = store.find(ref);
+    if (!stored.ok()) {
+      return Status(
+          stored.status().code(),
+          "no model file or stored model named '" + ref + "': " + stored.status().message(),
+          ErrorWhere{.path = ref});
+    }
+    path = stored->path;
+    source.created = stored->imported_at;
+  }
+  std::error_code ec;
+  source.bytes = std::filesystem::file_size(path, ec);
+  if (ec) return Status(ErrorCode::kNotFound, ec.message(), ErrorWhere{.path = path});
+  SYN_ASSIGN_OR_RETURN(source.kind, request::probe_served_kind(path));
+  return source;
+}
+
+// Every named model of the store; an unreadable one is skipped with a warning (a bad file
+// must not keep the others from being served).
+Result<std::vector<request::ModelSource>> store_sources(const std::string& store_directory) {
+  SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(store_directory));
+  SYN_ASSIGN_OR_RETURN(const std::vector<StoredModel> stored, store.list());
+  std::vector<request::ModelSource> sources;
+  for (const StoredModel& m : stored) {
+    if (m.aliases.empty()) continue;  // no name: waiting for gc
+    request::ModelSource source;
+    source.name = m.aliases.front();
+    source.aliases.assign(m.aliases.begin() + 1, m.aliases.end());
+    source.ref = m.aliases.front();
+    source.bytes = m.bytes;
+    source.created = m.imported_at;
+    Result<request::ServedKind> kind = request::probe_served_kind(m.path);
+    if (!kind.ok()) {
+      std::fprintf(stderr, "synapse serve: skipping %s: %s\n", source.name.c_str(),
+                   kind.status().to_string().c_str());
+      continue;
+    }
+    source.kind = *kind;
+    sources.push_back(std::move(source));
+  }
+  return sources;
+}
+
+}  // namespace
+
+void add_serve_model_options(CLI::App* cmd, ServeModelsOptions& o) {
+  cmd->add_option("-m,--model", o.models,
+                  "Model to serve: a GGUF or package file, or a stored model's name; repeat for "
+                  "several (default: every model in the store, loaded on demand)");
+  add_load_options(cmd, o.run);
+  cmd->add_option("--alias", o.alias, "Model id clients use for the first -m model");
+  cmd->add_option("--parallel", o.parallel, "Sequences decoded together, per model")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--queue-limit", o.queue_limit,
+                  "Requests each class (interactive, batch, background) may queue per model; "
+                  "more get 429")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--chat-template", o.chat_template,
+                  "Built-in chat template (chatml, llama3, llama2, mistral, phi3, gemma, ...) "
+                  "instead of the model's");
+  cmd->add_option("--json-whitespace", o.json_whitespace,
+                  "Structured outputs: compact JSON, or flexible (whitespace between tokens)")
+      ->check(CLI::IsMember({"compact", "flexible"}))
+      ->default_val("compact");
+  cmd->add_option("--max-memory", o.max_memory,
+                  "Memory the loaded models may take together, e.g. 8GB (default: 3/4 of RAM); "
+                  "the least recently used idle model is unloaded to make room")
+      ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--max-loaded", o.max_loaded, "Models loaded at once (default: no limit)")
+      ->check(CLI::Range(size_t{1}, size_t{1024}));
+  cmd->add_option("--keep-alive", o.keep_alive,
+                  "How long a store model stays loaded after its last request (5m, 1h, 0: "
+                  "unload at once, -1: keep); -m models are kept")
+      ->capture_default_str();
+}
+
+Status setup_served_models(const ServeModelsOptions& o, request::ModelDirectory& directory) {
+  request::DirectoryOptions options;
+  options.max_memory_bytes = o.max_memory;
+  options.max_loaded = o.max_loaded;
+  SYN_ASSIGN_OR_RETURN(options.keep_alive, request::parse_keep_alive(o.keep_alive));
+  directory.set_loader([o](const request::ModelSource& source) { return load_instance(o, source); },
+                       options);
+  if (o.models.empty()) {
+    SYN_ASSIGN_OR_RETURN(std::vector<request::ModelSource> sources, store_sources(o.run.store));
+    if (sources.empty()) {
+      return Status(ErrorCode::kNotFound,
+                    "no model to serve: pass -m MODEL, or put models in the store (synapse pull "
+                    "hf.co/ORG/REPO, synapse models import FILE)");
+    }
+    for (request::ModelSource& source : sources) directory.add_source(std::move(source));
+    return ok_status();
+  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < o.models.size(); ++i) {
+    const std::string& ref = o.models[i];
+    const std::string name = i == 0 && !o.alias.empty() ? o.alias : model_id(ref);
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "two -m models are both named '" + name + "' (use --alias for the first)");
+    }
+    names.push_back(name);
+    SYN_ASSIGN_OR_RETURN(request::ModelSource source, source_for(ref, name, o.run.store));
+    directory.add_source(std::move(source));
+  }
+  return directory.load(names.front());
+}
+
+}  // namespace synapse::cli
