@@ -109,7 +109,8 @@ std::vector<int32_t> encode(const ServedModel& m, const std::string& text, bool 
 // Every served model carries its constraint cache (describe_served_model, add_constraints).
 Result<OutputConstraints*> constraints_of(const ServedModel& m) {
   if (m.constraints) return m.constraints.get();
-  return Status(ErrorCode::kInternal, "the model '" + m.id + "' is served without a constraint cache");
+  return Status(ErrorCode::kInternal,
+                "the model '" + m.id + "' is served without a constraint cache");
 }
 
 // What both endpoints share after parsing: the prompt, the sampler, the budget and the class.
@@ -142,12 +143,12 @@ Status refuse_non_generating(const ServedModel& m) {
                 ErrorWhere{.field = "model"});
 }
 
-Result<GenerationCall> prepare_completion(const ModelDirectory& models, std::string_view text,
-                                          const ClassChoice& choose,
-                                          const api::RequestLimits& limits) {
-  SYN_ASSIGN_OR_RETURN(api::CompletionRequest body, api::parse_completion_request(text, limits));
+}  // namespace
+
+Result<GenerationCall> prepare_completion_call(ModelHandle model, api::CompletionRequest body,
+                                               const ClassChoice& choose) {
   GenerationCall c;
-  SYN_ASSIGN_OR_RETURN(c.model, models.find(body.model));
+  c.model = std::move(model);
   const ServedModel& m = *c.model;
   SYN_RETURN_IF_ERROR(refuse_non_generating(m));
   c.meta = {new_id("cmpl-"), unix_seconds(), m.id};
@@ -187,18 +188,17 @@ Result<GenerationCall> prepare_completion(const ModelDirectory& models, std::str
   return c;
 }
 
-Result<GenerationCall> prepare_chat(const ModelDirectory& models, std::string_view text,
-                                    const ClassChoice& choose, const api::RequestLimits& limits) {
-  SYN_ASSIGN_OR_RETURN(api::ChatCompletionRequest body,
-                       api::parse_chat_completion_request(text, limits));
+Result<GenerationCall> prepare_chat_call(ModelHandle model, api::ChatCompletionRequest body,
+                                         const ClassChoice& choose) {
   GenerationCall c;
-  SYN_ASSIGN_OR_RETURN(c.model, models.find(body.model));
+  c.model = std::move(model);
   const ServedModel& m = *c.model;
   SYN_RETURN_IF_ERROR(refuse_non_generating(m));
   if (!m.chat_template) return m.no_chat_template;
   SYN_ASSIGN_OR_RETURN(OutputConstraints * constraints, constraints_of(m));
-  SYN_ASSIGN_OR_RETURN(ToolPlan plan, constraints->for_tools(body.tools, body.tool_choice,
-                                                             body.parallel_tool_calls, body.format));
+  SYN_ASSIGN_OR_RETURN(
+      ToolPlan plan,
+      constraints->for_tools(body.tools, body.tool_choice, body.parallel_tool_calls, body.format));
   chat::ChatRenderInput input;
   input.messages = std::move(body.messages);
   input.tools = std::move(body.tools);
@@ -224,6 +224,24 @@ Result<GenerationCall> prepare_chat(const ModelDirectory& models, std::string_vi
   c.request.constraint = std::move(plan.constraint);
   c.tool_syntax = std::move(plan.syntax);
   return c;
+}
+
+namespace {
+
+Result<GenerationCall> prepare_completion(const ModelDirectory& models, std::string_view text,
+                                          const ClassChoice& choose,
+                                          const api::RequestLimits& limits) {
+  SYN_ASSIGN_OR_RETURN(api::CompletionRequest body, api::parse_completion_request(text, limits));
+  SYN_ASSIGN_OR_RETURN(ModelHandle model, models.find(body.model));
+  return prepare_completion_call(std::move(model), std::move(body), choose);
+}
+
+Result<GenerationCall> prepare_chat(const ModelDirectory& models, std::string_view text,
+                                    const ClassChoice& choose, const api::RequestLimits& limits) {
+  SYN_ASSIGN_OR_RETURN(api::ChatCompletionRequest body,
+                       api::parse_chat_completion_request(text, limits));
+  SYN_ASSIGN_OR_RETURN(ModelHandle model, models.find(body.model));
+  return prepare_chat_call(std::move(model), std::move(body), choose);
 }
 
 api::CompletionResult empty_result(const GenerationCall& c) {

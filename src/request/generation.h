@@ -60,6 +60,13 @@ Result<GenerationCall> prepare_generation(EndpointKind kind, const ModelDirector
                                           std::string_view body, const ClassChoice& choose,
                                           const api::RequestLimits& limits);
 
+// The same on a request already parsed and a model already found: what prepare_generation does
+// after parsing, for callers that build the typed request themselves (the Ollama dialect).
+Result<GenerationCall> prepare_completion_call(ModelHandle model, api::CompletionRequest body,
+                                               const ClassChoice& choose);
+Result<GenerationCall> prepare_chat_call(ModelHandle model, api::ChatCompletionRequest body,
+                                         const ClassChoice& choose);
+
 // A completion asking for no tokens is answered without running: its (echoed) prompt, as one
 // JSON object or, when streamed, the whole event stream. nullopt for every other request.
 std::optional<std::string> answer_without_running(const GenerationCall& call);
