@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   add_jobs_command(app, exit_code);
   add_grammar_command(app, exit_code);
   add_pull_command(app, exit_code);
+  add_run_command(app, exit_code);
+  add_ps_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
