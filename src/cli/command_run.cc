@@ -27,6 +27,8 @@ struct Options {
   std::string host;  // forces the server
   bool local = false;
   bool verbose = false;
+  std::vector<std::string> parameters;  // NAME=VALUE, as /set parameter NAME VALUE
+  std::string system;
   ServeModelsOptions serve;  // in-process: store, threads, context, chat template
 };
 
@@ -126,6 +128,14 @@ int run(const Options& o) {
   if (!backend.ok()) return fail(backend.status());
   ChatSession session(o.model, **backend, stdout, stderr);
   session.set_verbose(o.verbose);
+  session.set_system(o.system);
+  for (const std::string& p : o.parameters) {
+    const size_t eq = p.find('=');
+    std::vector<std::string> values;
+    if (eq != std::string::npos) values.push_back(p.substr(eq + 1));
+    const Status s = session.set_parameter(p.substr(0, eq), values);
+    if (!s.ok()) return fail(s);
+  }
   catch_interrupts();
   if (interactive) return converse(session);
   const Status s = session.ask(once, [] { return g_interrupts > 0; });
@@ -149,6 +159,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--local", options->local, "Load the model in this process, even if a server runs")
       ->excludes(host);
   cmd->add_flag("--verbose", options->verbose, "Print token counts and speed after each answer");
+  cmd->add_option("--set", options->parameters,
+                  "A parameter as NAME=VALUE (as /set parameter NAME VALUE); repeatable");
+  cmd->add_option("--system", options->system, "The system message");
   add_load_options(cmd, options->serve.run);
   cmd->add_option("--chat-template", options->serve.chat_template,
                   "In-process: a built-in chat template instead of the model's");
