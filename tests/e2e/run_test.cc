@@ -49,8 +49,9 @@ class PtyProcess {
     if (master_ >= 0) close(master_);
   }
 
-  void send(const std::string& text) { ASSERT_EQ(write(master_, text.data(), text.size()),
-                                                 static_cast<ssize_t>(text.size())); }
+  void send(const std::string& text) {
+    ASSERT_EQ(write(master_, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  }
 
   // Reads until the output after `mark_` contains `what` (then moves the mark past it), or the
   // timeout; false on timeout or end of output.
@@ -132,8 +133,8 @@ class RunTest : public ::testing::Test {
   }
 
   std::unique_ptr<testing::ServerProcess> start_server() {
-    auto s = std::make_unique<testing::ServerProcess>(*model_, "--threads 1",
-                                                      dir_->file("server.log"));
+    auto s =
+        std::make_unique<testing::ServerProcess>(*model_, "--threads 1", dir_->file("server.log"));
     EXPECT_GT(s->port(), 0) << testing::read_file_text(dir_->file("server.log"));
     return s;
   }
@@ -141,8 +142,8 @@ class RunTest : public ::testing::Test {
   // Two turns, /clear and a third: the second prompt holds the first turn, the third does not.
   static void converse(PtyProcess& p, int64_t* first_prompt_tokens) {
     ASSERT_TRUE(p.expect(">>> ")) << p.output();
-    for (const char* line : {"/set parameter temperature 0", "/set parameter num_predict 6",
-                             "/set verbose"}) {
+    for (const char* line :
+         {"/set parameter temperature 0", "/set parameter num_predict 6", "/set verbose"}) {
       p.send(std::string(line) + "\n");
       ASSERT_TRUE(p.expect(">>> ")) << p.output();
     }
@@ -177,7 +178,7 @@ class RunTest : public ::testing::Test {
     ASSERT_TRUE(p.expect(">>> "));
     p.send("go on and on\n");
     ASSERT_TRUE(p.expect("go on and on\r\n")) << p.output();  // the terminal's echo
-    ASSERT_TRUE(p.expect_bytes(16)) << p.output();           // the answer streams
+    ASSERT_TRUE(p.expect_bytes(16)) << p.output();            // the answer streams
     p.send("\x03");
     ASSERT_TRUE(p.expect(">>> ", 20s)) << p.output();
     // Stopped: a finished answer would have printed its stats before the prompt.
@@ -222,7 +223,8 @@ TEST_F(RunTest, ConversationThroughAServer) {
   // The server ran the turns: its prompt tokens are the three turns' (the first counted here).
   const testing::HttpReply metrics = testing::http_request(server->port(), "GET", "/metrics");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(metrics.body, m, std::regex("\nsynapse_prompt_tokens_total (\\d+)")))
+  ASSERT_TRUE(
+      std::regex_search(metrics.body, m, std::regex("\nsynapse_prompt_tokens_total (\\d+)")))
       << metrics.body;
   EXPECT_GT(std::stoll(m[1]), first * 3) << metrics.body;
 }
@@ -251,8 +253,8 @@ TEST_F(RunTest, PipedInputAndAPromptAnswerOnceTheSameEverywhere) {
   // The same greedy answer from the server as in-process: one request path.
   EXPECT_EQ(asked.stdout_text, piped.stdout_text);
   // --host names a server that must serve the model.
-  const auto missing = run_command(synapse_cli() + " run --host " + server->url() +
-                                   " other 'hi' </dev/null");
+  const auto missing =
+      run_command(synapse_cli() + " run --host " + server->url() + " other 'hi' </dev/null");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.stderr_text.find("does not serve 'other'"), std::string::npos)
       << missing.stderr_text;
