@@ -103,10 +103,10 @@ Result<int> ServerClient::post_stream(
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done.load()) {
-      if (cancelled()) {
+      // Again until the request ends: a stop before its socket is connected does nothing.
+      if (stopped.load() || cancelled()) {
         stopped.store(true);
         client.stop();
-        return;
       }
       std::this_thread::sleep_for(kCancelPoll);
     }
