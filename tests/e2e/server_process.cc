@@ -135,8 +135,9 @@ ServerProcess::ServerProcess(const std::string& model, const std::string& args,
                              const std::string& log_path) {
   int out[2];
   if (pipe(out) != 0) return;
-  const std::string command = "exec " + synapse_cli() + " serve -m " + quote(model) + " --port 0 " +
-                              args + " 2>>" + quote(log_path);
+  const std::string models = model.empty() ? std::string() : " -m " + quote(model);
+  const std::string command =
+      "exec " + synapse_cli() + " serve" + models + " --port 0 " + args + " 2>>" + quote(log_path);
   pid_ = fork();
   if (pid_ == 0) {
     dup2(out[1], STDOUT_FILENO);
@@ -148,7 +149,12 @@ ServerProcess::ServerProcess(const std::string& model, const std::string& args,
   close(out[1]);
   std::string line;
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < deadline && line.find('\n') == std::string::npos) {
+  // The banner lists the models, then the line with the port.
+  const auto has_port_line = [&line] {
+    const size_t at = line.find("listening on ");
+    return at != std::string::npos && line.find('\n', at) != std::string::npos;
+  };
+  while (std::chrono::steady_clock::now() < deadline && !has_port_line()) {
     pollfd p{out[0], POLLIN, 0};
     if (poll(&p, 1, 100) <= 0) continue;
     char c[256];

@@ -12,9 +12,10 @@
 
 namespace synapse::testing {
 
-// One `synapse serve -m MODEL --port 0 ARGS` process, its stderr in `log_path`. The constructor
-// waits (up to a minute) for the "listening on http://127.0.0.1:PORT" line; port() is -1 when it
-// never came. SIGTERM and a wait when the object dies.
+// One `synapse serve -m MODEL --port 0 ARGS` process (no -m when `model` is empty: the store's
+// models), its stderr in `log_path`. The constructor waits (up to a minute) for the
+// "listening on http://127.0.0.1:PORT" line; port() is -1 when it never came. SIGTERM and a wait
+// when the object dies.
 class ServerProcess {
  public:
   ServerProcess(const std::string& model, const std::string& args, const std::string& log_path);
