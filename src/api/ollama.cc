@@ -189,7 +189,8 @@ Status refuse_if_set(const Json& o, std::string_view key, const std::string& pre
                      const std::string& why) {
   const Json* v = find(o, key);
   if (v == nullptr) return ok_status();
-  const bool empty = (v->is_string() || v->is_array()) && v->empty();
+  const bool empty = v->is_string() ? v->get_ref<const std::string&>().empty()
+                                     : v->is_array() && v->empty();
   return empty ? ok_status() : refused(path_of(prefix, key), why);
 }
 
@@ -335,15 +336,24 @@ Result<OllamaCopyRequest> parse_ollama_copy(std::string_view text, const Request
   return r;
 }
 
-std::string ollama_time(int64_t unix_ns) {
-  const std::time_t s = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+namespace {
+
+std::string format_time(int64_t unix_s, int64_t nanos) {
+  const auto s = static_cast<std::time_t>(unix_s);
   std::tm tm{};
   gmtime_r(&s, &tm);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(unix_ns % 1'000'000'000));
+                static_cast<long long>(nanos));
   return buf;
+}
+
+}  // namespace
+
+std::string ollama_time(int64_t unix_ns) {
+  constexpr int64_t kNsPerS = 1'000'000'000;
+  return format_time(unix_ns / kNsPerS, unix_ns % kNsPerS);
 }
 
 std::string ollama_reply(const OllamaReply& r) {
@@ -393,14 +403,14 @@ Json entry_json(const OllamaModelEntry& m, bool ps) {
                   {"parameter_size", m.parameter_size},
                   {"quantization_level", m.quantization_level}};
   Json j = {{"name", m.name}, {"model", m.name}};
-  if (!ps) j["modified_at"] = ollama_time(m.modified_unix_s * 1'000'000'000);
+  if (!ps) j["modified_at"] = format_time(m.modified_unix_s, 0);
   j["size"] = m.size_bytes;
   j["digest"] = m.digest;
   j["details"] = std::move(details);
   if (ps) {
     // Kept forever: Ollama writes a date far in the future.
     const int64_t expires = m.expires_unix_s.value_or(int64_t{253402300799});  // 9999-12-31
-    j["expires_at"] = ollama_time(expires * 1'000'000'000);
+    j["expires_at"] = format_time(expires, 0);
     j["size_vram"] = 0;
   }
   return j;

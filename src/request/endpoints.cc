@@ -36,6 +36,18 @@ constexpr auto kEndpoints = std::to_array<Endpoint>({
     {"GET", "/v1/batches", kListBatches, kJobs},
     {"GET", "/v1/batches/{id}", kGetBatch, kJobs},
     {"POST", "/v1/batches/{id}/cancel", kCancelBatch, kJobs},
+    {"GET", "/", kOllamaRoot, kModel},  // clients probe it for "Ollama is running"
+    {"GET", "/api/version", kOllamaVersion, kModel},
+    {"GET", "/api/tags", kOllamaTags, kModel},
+    {"GET", "/api/ps", kOllamaPs, kModel},
+    {"POST", "/api/show", kOllamaShow, kModel},
+    {"POST", "/api/generate", kOllamaGenerate, kModel},
+    {"POST", "/api/chat", kOllamaChat, kModel},
+    {"POST", "/api/embed", kOllamaEmbed, kModel},
+    {"POST", "/api/embeddings", kOllamaEmbeddings, kModel},
+    {"POST", "/api/pull", kOllamaPull, kModel},
+    {"DELETE", "/api/delete", kOllamaDelete, kModel},
+    {"POST", "/api/copy", kOllamaCopy, kModel},
 });
 
 // A literal segment matches itself, a {name} segment any one non-empty segment.

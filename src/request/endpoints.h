@@ -41,10 +41,23 @@ enum class EndpointKind {
   kListBatches,
   kGetBatch,
   kCancelBatch,
+  // Ollama's API (docs/ollama.md) over the same models.
+  kOllamaRoot,
+  kOllamaVersion,
+  kOllamaTags,
+  kOllamaPs,
+  kOllamaShow,
+  kOllamaGenerate,
+  kOllamaChat,
+  kOllamaEmbed,
+  kOllamaEmbeddings,
+  kOllamaPull,
+  kOllamaDelete,
+  kOllamaCopy,
 };
 
 // Which part of the server answers an endpoint: its routes exist only when that part is served.
-enum class EndpointGroup { kServer, kModel, kJobs };
+enum class EndpointGroup { kServer, kModel, kJobs };  // Ollama's rows are kModel
 
 struct Endpoint {
   std::string_view method;

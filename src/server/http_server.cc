@@ -12,6 +12,7 @@
 #include "server/http_reply.h"
 #include "server/job_routes.h"
 #include "server/model_routes.h"
+#include "server/ollama_routes.h"
 
 namespace synapse::server {
 namespace {
@@ -46,6 +47,23 @@ std::optional<http::Response> check_api_key(const std::string& key, const http::
                                         : "invalid API key"));
   res.set_header("WWW-Authenticate", "Bearer");
   return res;
+}
+
+// CORS (--cors-origin): the value of Access-Control-Allow-Origin for this request, or empty
+// when its origin is not allowed (or it has none).
+std::string cors_allow_origin(const std::vector<std::string>& allowed, const http::Request& req) {
+  if (allowed.empty() || !req.has_header("Origin")) return "";
+  const std::string origin = req.header("Origin");
+  for (const std::string& a : allowed) {
+    if (a == "*") return "*";
+    if (a == origin) return origin;
+  }
+  return "";
+}
+
+bool cors_preflight(const std::vector<std::string>& allowed, const http::Request& req) {
+  return req.method == "OPTIONS" && req.has_header("Access-Control-Request-Method") &&
+         !cors_allow_origin(allowed, req).empty();
 }
 
 // Errors the HTTP layer answers itself (a malformed request, a timeout, a limit), in OpenAI's
@@ -96,7 +114,8 @@ std::optional<http::Handler> route_for(const request::Endpoint& endpoint,
       return server_route(endpoint.kind, options, metrics);
     case request::EndpointGroup::kModel:
       if (options.models == nullptr) return std::nullopt;
-      return model_route(endpoint.kind, *options.models, limits);
+      if (auto handler = model_route(endpoint.kind, *options.models, limits)) return handler;
+      return ollama_route(endpoint.kind, *options.models, options.admin, limits);
     case request::EndpointGroup::kJobs:
       if (options.jobs == nullptr || options.jobs->store == nullptr) return std::nullopt;
       if (auto handler = job_route(endpoint.kind, *options.jobs)) return handler;
@@ -121,7 +140,20 @@ http::Router build_routes(const ServerOptions& options, const HttpMetrics& metri
 http::ServerHooks make_server_hooks(const ServerOptions& options, HttpMetrics& metrics) {
   auto router = std::make_shared<const http::Router>(build_routes(options, metrics));
   http::ServerHooks hooks;
-  hooks.handler = [router](http::Request& req, http::Response& res) {
+  hooks.handler = [router, cors = options.cors_origins](http::Request& req, http::Response& res) {
+    if (const std::string allow = cors_allow_origin(cors, req); !allow.empty()) {
+      res.set_header("Access-Control-Allow-Origin", allow);
+      if (allow != "*") res.set_header("Vary", "Origin");
+      if (cors_preflight(cors, req)) {
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+        const std::string asked = req.header("Access-Control-Request-Headers");
+        res.set_header("Access-Control-Allow-Headers",
+                       asked.empty() ? "Authorization, Content-Type" : asked);
+        res.set_header("Access-Control-Max-Age", "600");
+        return;
+      }
+    }
     const http::Router::Match match = router->match(req);
     switch (match.kind) {
       case http::Router::Match::Kind::kFound:
@@ -139,8 +171,13 @@ http::ServerHooks make_server_hooks(const ServerOptions& options, HttpMetrics& m
                         "no route " + clip_for_echo(req.method) + " " + clip_for_echo(req.path)));
     }
   };
-  hooks.gate = [key = options.api_key](const http::Request& head) {
-    return check_api_key(key, head);
+  hooks.gate = [key = options.api_key, cors = options.cors_origins](const http::Request& head) {
+    if (cors_preflight(cors, head)) return std::optional<http::Response>();
+    std::optional<http::Response> refused = check_api_key(key, head);
+    // An allowed page may read why it was refused.
+    const std::string allow = cors_allow_origin(cors, head);
+    if (refused && !allow.empty()) refused->set_header("Access-Control-Allow-Origin", allow);
+    return refused;
   };
   hooks.error = protocol_error;
   hooks.observer = [&metrics](const http::Request& req, int status) {

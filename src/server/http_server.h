@@ -21,6 +21,7 @@
 #include "http/router.h"
 #include "http/server.h"
 #include "request/model_directory.h"
+#include "request/ollama_models.h"
 #include "server/http_metrics.h"
 #include "server/jobs_api.h"
 
@@ -52,6 +53,13 @@ struct ServerOptions {
   const request::ModelDirectory* models = nullptr;
   // Not owned; the durable job routes (/v1/jobs, /v1/files, /v1/batches) when set.
   const JobsApi* jobs = nullptr;
+  // Not owned; the store /api/pull, /api/delete and /api/copy manage (its directory the same as
+  // `models`); none: they answer that this server manages no store.
+  const request::ModelAdmin* admin = nullptr;
+  // Browser origins allowed to call the API (--cors-origin; "*" allows any): their requests get
+  // Access-Control-Allow-Origin and their preflight OPTIONS is answered (before the API key,
+  // which browsers never send on a preflight). Empty: no CORS headers at all.
+  std::vector<std::string> cors_origins;
 };
 
 // What the http::Server runs for these options: the routes of the endpoint table's rows that
