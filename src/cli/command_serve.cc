@@ -124,6 +124,9 @@ int run_serve(const ServeOptions& o) {
   const size_t parallel = o.models.parallel;
   server::ServerOptions server_options = http_options(o, parallel + 3 * o.models.queue_limit);
   server_options.models = &models;
+  // /api/pull, /api/delete and /api/copy manage the store this server serves from.
+  const request::ModelAdmin admin{o.models.run.store, &models};
+  server_options.admin = &admin;
   api::RequestLimits item_limits;
   item_limits.max_body_bytes = o.max_body_bytes;
   Result<std::unique_ptr<ServeJobs>> jobs =
@@ -176,6 +179,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--api-key", o->api_key,
                   "Require 'Authorization: Bearer KEY' on every route but /health "
                   "(default: $SYNAPSE_API_KEY)");
+  cmd->add_option("--cors-origin", o->http.cors_origins,
+                  "Let browser pages from ORIGIN call the API (repeatable; '*': any origin)");
   cmd->add_option("--http-threads", o->http_threads,
                   "Handler threads: requests answered at once (default: parallel + 3 x "
                   "queue-limit + 16)")
