@@ -42,7 +42,7 @@ fi
 npm_dir="$(cd "$(dirname "$0")/.." && pwd)/build/npm"
 # The official OpenAI SDK (serve e2e tests), zod for its structured-output helpers, ajv to
 # validate constrained replies, and the JSON Schema Test Suite (constraint tests).
-npm_packages=(openai zod ajv ajv-formats json-schema-test-suite)
+npm_packages=(openai ollama zod ajv ajv-formats json-schema-test-suite)
 if [ "${SYNAPSE_SKIP_NPM:-0}" != 1 ]; then
   need=()
   for package in "${npm_packages[@]}"; do
