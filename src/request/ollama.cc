@@ -48,6 +48,7 @@ Result<OllamaCall> start(const ModelDirectory& models, const api::OllamaCommon& 
     SYN_ASSIGN_OR_RETURN(model, models.find(common.model, keep_alive));
     c.load_ns = ns_between(c.start, SteadyClock::now());
     if (!nothing_to_run) return c;
+    model.reset();  // loaded, and kept for its keep-alive; nothing runs
     stats.done_reason = "load";
   }
   c.answer = api::ollama_reply(
