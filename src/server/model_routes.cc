@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/model_routes.h"
 
+#include <functional>
 #include <memory>
 
 #include "api/embeddings.h"
@@ -85,28 +86,19 @@ void generation(EndpointKind kind, const request::ModelDirectory& models,
   res.set_content(std::move(*body), std::string(kJson));
 }
 
-void embeddings(const request::ModelDirectory& models, const api::RequestLimits& limits,
-                const http::Request& req, http::Response& res) {
-  Result<api::EmbeddingsRequest> body = api::parse_embeddings_request(req.body, limits);
+// An embeddings or rerank request: `parse` reads the body, `run` does the work in the class the
+// body or the header names, watching the connection.
+template <typename Body>
+void prefill_route(Result<Body> (*parse)(std::string_view, const api::RequestLimits&),
+                   Result<std::string> (*run)(const request::ModelDirectory&, const Body&,
+                                              serve::RequestClass, const std::function<bool()>&),
+                   const request::ModelDirectory& models, const api::RequestLimits& limits,
+                   const http::Request& req, http::Response& res) {
+  Result<Body> body = parse(req.body, limits);
   if (!body.ok()) return send_error(res, body.status());
   Result<serve::RequestClass> c = request::choose_request_class(body->priority, class_header(req));
   if (!c.ok()) return send_error(res, c.status());
-  Result<std::string> out =
-      request::run_embeddings(models, *body, *c, [&req] { return req.client_gone(); });
-  if (!out.ok()) {
-    return send_failure(res, out.status(), request::retry_after_s(models, body->model, *c));
-  }
-  res.set_content(std::move(*out), std::string(kJson));
-}
-
-void rerank(const request::ModelDirectory& models, const api::RequestLimits& limits,
-            const http::Request& req, http::Response& res) {
-  Result<api::RerankRequest> body = api::parse_rerank_request(req.body, limits);
-  if (!body.ok()) return send_error(res, body.status());
-  Result<serve::RequestClass> c = request::choose_request_class(body->priority, class_header(req));
-  if (!c.ok()) return send_error(res, c.status());
-  Result<std::string> out =
-      request::run_rerank(models, *body, *c, [&req] { return req.client_gone(); });
+  Result<std::string> out = run(models, *body, *c, [&req] { return req.client_gone(); });
   if (!out.ok()) {
     return send_failure(res, out.status(), request::retry_after_s(models, body->model, *c));
   }
@@ -126,11 +118,12 @@ std::optional<http::Handler> model_route(EndpointKind kind, const request::Model
       };
     case EndpointKind::kEmbeddings:
       return [m, limits](const http::Request& req, http::Response& res) {
-        embeddings(*m, limits, req, res);
+        prefill_route(&api::parse_embeddings_request, &request::run_embeddings, *m, limits, req,
+                      res);
       };
     case EndpointKind::kRerank:
       return [m, limits](const http::Request& req, http::Response& res) {
-        rerank(*m, limits, req, res);
+        prefill_route(&api::parse_rerank_request, &request::run_rerank, *m, limits, req, res);
       };
     case EndpointKind::kTokenize:
     case EndpointKind::kDetokenize:
