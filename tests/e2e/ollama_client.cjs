@@ -84,6 +84,35 @@ async function main() {
   }
   seen.structured = structured.message.content;
 
+  const tools = [{
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'The weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
+  }];
+  const withTools = await ollama.chat({
+    model, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools,
+    options: { temperature: 0, num_predict: 48 },
+  });
+  check(withTools.message.role === 'assistant' && withTools.done, 'chat with tools');
+  for (const call of withTools.message.tool_calls || []) {
+    check(call.function.name === 'get_weather', 'tool call name');
+    check(typeof call.function.arguments === 'object', 'tool call arguments are an object');
+  }
+  const history = await ollama.chat({
+    model, tools, options,
+    messages: [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: '',
+        tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
+      { role: 'tool', content: '18 C', tool_name: 'get_weather' },
+    ],
+  });
+  check(history.done, 'chat after a tool result');
+  seen.tool_calls = (withTools.message.tool_calls || []).length;
+
   const embedded = await ollama.embed({ model, input: ['hello', 'world'] });
   check(embedded.embeddings.length === 2, 'embed returns two vectors');
   check(embedded.embeddings[0].length > 0, 'embed vector size');
