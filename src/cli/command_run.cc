@@ -3,6 +3,7 @@
 // conversation (history, slash commands, Ctrl-C stops an answer); with a PROMPT, or with stdin
 // piped, it answers once and exits. It talks to a running `synapse serve` that serves MODEL
 // ($SYNAPSE_HOST, --host) and loads the model in this process otherwise (--local forces it).
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -34,10 +35,20 @@ struct Options {
 
 // Ctrl-C: counted here, acted on by the loop (stop the answer, or leave at the prompt).
 volatile std::sig_atomic_t g_interrupts = 0;
-void on_interrupt(int) { g_interrupts = g_interrupts + 1; }
+pthread_t g_main_thread;
+void on_interrupt(int signal) {
+  // In-process, the model's threads may receive it: the main thread must, so that its read at
+  // the prompt returns EINTR (pthread_self and pthread_kill are async-signal-safe).
+  if (pthread_equal(pthread_self(), g_main_thread) == 0) {
+    pthread_kill(g_main_thread, signal);
+    return;
+  }
+  g_interrupts = g_interrupts + 1;
+}
 
 // Without SA_RESTART, so that a read waiting at the prompt returns EINTR.
 void catch_interrupts() {
+  g_main_thread = pthread_self();
   struct sigaction action {};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
