@@ -189,8 +189,8 @@ Status refuse_if_set(const Json& o, std::string_view key, const std::string& pre
                      const std::string& why) {
   const Json* v = find(o, key);
   if (v == nullptr) return ok_status();
-  const bool empty = v->is_string() ? v->get_ref<const std::string&>().empty()
-                                     : v->is_array() && v->empty();
+  const bool empty =
+      v->is_string() ? v->get_ref<const std::string&>().empty() : v->is_array() && v->empty();
   return empty ? ok_status() : refused(path_of(prefix, key), why);
 }
 

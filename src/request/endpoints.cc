@@ -36,7 +36,7 @@ constexpr auto kEndpoints = std::to_array<Endpoint>({
     {"GET", "/v1/batches", kListBatches, kJobs},
     {"GET", "/v1/batches/{id}", kGetBatch, kJobs},
     {"POST", "/v1/batches/{id}/cancel", kCancelBatch, kJobs},
-    {"GET", "/", kOllamaRoot, kModel},  // clients probe it for "Ollama is running"
+    {"GET", "/", kOllamaRoot, kModel, false, true},  // clients probe it, maybe without the key
     {"GET", "/api/version", kOllamaVersion, kModel},
     {"GET", "/api/tags", kOllamaTags, kModel},
     {"GET", "/api/ps", kOllamaPs, kModel},

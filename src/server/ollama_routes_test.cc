@@ -45,7 +45,7 @@ TEST(OllamaRoutes, RootVersionTagsPs) {
   HttpServer server(options());
   ASSERT_TRUE(server.start().ok());
   httplib::Client client("127.0.0.1", server.port());
-  auto root = client.Get("/", auth());
+  auto root = client.Get("/");  // open, like /health: clients probe it without the key
   ASSERT_TRUE(root);
   EXPECT_EQ(root->body, "Ollama is running");
   auto version = client.Get("/api/version", auth());
