@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/chat_input.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +18,16 @@ bool LineReader::fill(bool& interrupted) {
   interrupted = false;
   if (eof_) return false;
   char chunk[4096];
+  if (interrupt_fd_ >= 0) {
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {interrupt_fd_, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, -1);
+    if ((ready < 0 && errno == EINTR) || (ready > 0 && (fds[1].revents & POLLIN) != 0)) {
+      while (::read(interrupt_fd_, chunk, sizeof chunk) > 0) {
+      }
+      interrupted = true;
+      return true;
+    }
+  }
   const ssize_t n = ::read(fd_, chunk, sizeof chunk);
   if (n < 0 && errno == EINTR) {
     interrupted = true;

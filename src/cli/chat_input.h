@@ -14,9 +14,11 @@ enum class InputEvent { kLine, kEof, kInterrupted };
 
 class LineReader {
  public:
-  explicit LineReader(int fd) : fd_(fd) {}
+  // `interrupt_fd`, when not -1, is the read end of a pipe a signal handler writes to: a byte
+  // there ends a wait as kInterrupted (and is consumed), whenever the signal came.
+  explicit LineReader(int fd, int interrupt_fd = -1) : fd_(fd), interrupt_fd_(interrupt_fd) {}
   // The next line without its end ("\n" or "\r\n"). kInterrupted when a signal interrupted the
-  // wait (its handler installed without SA_RESTART); a last line without "\n" is a line.
+  // wait (see interrupt_fd; or EINTR); a last line without "\n" is a line.
   InputEvent read_line(std::string& line);
   // Everything left until the end of input (a piped prompt).
   std::string read_all();
@@ -26,6 +28,7 @@ class LineReader {
   bool fill(bool& interrupted);
 
   int fd_;
+  int interrupt_fd_;
   std::string buffer_;
   bool eof_ = false;
 };

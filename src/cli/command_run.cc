@@ -3,7 +3,7 @@
 // conversation (history, slash commands, Ctrl-C stops an answer); with a PROMPT, or with stdin
 // piped, it answers once and exits. It talks to a running `synapse serve` that serves MODEL
 // ($SYNAPSE_HOST, --host) and loads the model in this process otherwise (--local forces it).
-#include <pthread.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -33,27 +33,34 @@ struct Options {
   ServeModelsOptions serve;  // in-process: store, threads, context, chat template
 };
 
-// Ctrl-C: counted here, acted on by the loop (stop the answer, or leave at the prompt).
-volatile std::sig_atomic_t g_interrupts = 0;
-pthread_t g_main_thread;
-void on_interrupt(int signal) {
-  // In-process, the model's threads may receive it: the main thread must, so that its read at
-  // the prompt returns EINTR (pthread_self and pthread_kill are async-signal-safe).
-  if (pthread_equal(pthread_self(), g_main_thread) == 0) {
-    pthread_kill(g_main_thread, signal);
-    return;
-  }
-  g_interrupts = g_interrupts + 1;
+// Ctrl-C: counted here and written to a pipe that the prompt's reader watches, so that it is
+// seen whichever thread it lands on (in-process, the model has threads) and whenever it comes
+// (even just before the read starts).
+std::atomic<int> g_interrupts{0};
+int g_wake[2] = {-1, -1};
+void on_interrupt(int) {
+  g_interrupts.fetch_add(1);
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t n = ::write(g_wake[1], &byte, 1);
 }
 
-// Without SA_RESTART, so that a read waiting at the prompt returns EINTR.
-void catch_interrupts() {
-  g_main_thread = pthread_self();
+void drain_interrupts() {
+  char bytes[64];
+  while (::read(g_wake[0], bytes, sizeof bytes) > 0) {
+  }
+  g_interrupts = 0;
+}
+
+Status catch_interrupts() {
+  if (::pipe2(g_wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+    return Status(ErrorCode::kIoError, "cannot make a pipe for Ctrl-C");
+  }
   struct sigaction action {};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;
+  action.sa_flags = SA_RESTART;
   sigaction(SIGINT, &action, nullptr);
+  return ok_status();
 }
 
 Result<std::unique_ptr<ChatBackend>> open_backend(const Options& o) {
@@ -89,7 +96,7 @@ Result<std::unique_ptr<ChatBackend>> open_backend(const Options& o) {
 
 // The conversation on a terminal, until /bye, Ctrl-D or a second Ctrl-C at the prompt.
 int converse(ChatSession& session) {
-  LineReader reader(STDIN_FILENO);
+  LineReader reader(STDIN_FILENO, g_wake[0]);
   const auto prompt = [](bool continuation) {
     std::fputs(continuation ? "... " : ">>> ", stdout);
     std::fflush(stdout);
@@ -97,7 +104,8 @@ int converse(ChatSession& session) {
   bool warned = false;
   std::string message;
   for (;;) {
-    g_interrupts = 0;
+    // What a stopped answer left in the pipe must not interrupt the next read.
+    drain_interrupts();
     const InputEvent event = read_message(reader, message, prompt);
     if (event == InputEvent::kEof) {
       std::fputc('\n', stdout);
@@ -147,7 +155,7 @@ int run(const Options& o) {
     const Status s = session.set_parameter(p.substr(0, eq), values);
     if (!s.ok()) return fail(s);
   }
-  catch_interrupts();
+  if (const Status s = catch_interrupts(); !s.ok()) return fail(s);
   if (interactive) return converse(session);
   const Status s = session.ask(once, [] { return g_interrupts > 0; });
   if (s.code() == ErrorCode::kCancelled) return 130;  // as a shell reports SIGINT
