@@ -205,7 +205,13 @@ std::string models_response(const std::vector<ModelInfo>& models) {
     entry["created"] = m.created;
     entry["owned_by"] = m.owned_by;
     if (!m.kind.empty()) entry["kind"] = m.kind;
-    if (m.loaded) entry["loaded"] = *m.loaded;
+    if (m.loaded) {
+      entry["loaded"] = *m.loaded;
+      entry["bytes"] = m.bytes;
+      entry["requests"] = m.requests;
+      entry["idle_s"] = m.idle_s;
+      entry["expires_at"] = m.expires_at ? Json(*m.expires_at) : Json(nullptr);
+    }
     j["data"].push_back(std::move(entry));
   }
   return dump(j);

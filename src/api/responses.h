@@ -99,6 +99,12 @@ struct ModelInfo {
   // whether it is in memory now; not written when empty.
   std::string kind;
   std::optional<bool> loaded;
+  // Also with `loaded` (for `synapse ps`): the memory it counts, requests in flight, seconds
+  // idle, and when it unloads if still idle (unix seconds; none: never).
+  uint64_t bytes = 0;
+  size_t requests = 0;
+  double idle_s = 0.0;
+  std::optional<int64_t> expires_at;
 };
 std::string models_response(const std::vector<ModelInfo>& models);
 

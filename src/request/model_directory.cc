@@ -153,12 +153,15 @@ struct ModelDirectory::State {
     size_t requests = 0;  // handles alive
     Clock::time_point last_used{};
     std::optional<KeepAlive> keep_alive;  // the last request's, else the source's
+    bool removed = false;                 // no longer served (remove_source)
     bool loaded() const { return pinned != nullptr || instance != nullptr; }
   };
+  // Entries are shared so that one outlives its removal while a request still refers to it.
+  using EntryPtr = std::shared_ptr<Entry>;
 
   mutable std::mutex mu;
   std::condition_variable cv;
-  std::vector<Entry> entries;
+  std::vector<EntryPtr> entries;
   ModelLoader loader;
   DirectoryOptions options;
   bool stopping = false;
@@ -168,13 +171,13 @@ struct ModelDirectory::State {
     return e.keep_alive.value_or(e.source.keep_alive.value_or(options.keep_alive));
   }
 
-  Entry* lookup(std::string_view name) {
+  EntryPtr lookup(std::string_view name) {
     if (entries.empty()) return nullptr;
-    if (name.empty()) return &entries.front();
-    for (Entry& e : entries) {
-      if (same_name(e.source.name, name)) return &e;
-      for (const std::string& alias : e.source.aliases) {
-        if (same_name(alias, name)) return &e;
+    if (name.empty()) return entries.front();
+    for (const EntryPtr& e : entries) {
+      if (same_name(e->source.name, name)) return e;
+      for (const std::string& alias : e->source.aliases) {
+        if (same_name(alias, name)) return e;
       }
     }
     return nullptr;
@@ -183,8 +186,8 @@ struct ModelDirectory::State {
   Status not_found(std::string_view name) const {
     if (entries.empty()) return Status(ErrorCode::kModelNotFound, "this server serves no model");
     std::string served;
-    for (const Entry& e : entries) {
-      served += (served.empty() ? "'" : ", '") + e.source.name + "'";
+    for (const EntryPtr& e : entries) {
+      served += (served.empty() ? "'" : ", '") + e->source.name + "'";
     }
     return Status(
         ErrorCode::kModelNotFound,
@@ -193,21 +196,17 @@ struct ModelDirectory::State {
   }
 
   // A handle that counts a request on `e` until it is destroyed.
-  ModelHandle handle(const std::shared_ptr<State>& self, Entry& e) {
-    ++e.requests;
-    e.last_used = Clock::now();
-    const ServedModel* served = e.pinned ? e.pinned.get() : &e.instance->served;
-    std::shared_ptr<const void> keep =
-        e.pinned ? std::shared_ptr<const void>(e.pinned) : std::shared_ptr<const void>(e.instance);
-    const std::string name = e.source.name;
-    return ModelHandle(served, [self, keep, name](const ServedModel*) mutable {
+  ModelHandle handle(const std::shared_ptr<State>& self, const EntryPtr& e) {
+    ++e->requests;
+    e->last_used = Clock::now();
+    const ServedModel* served = e->pinned ? e->pinned.get() : &e->instance->served;
+    std::shared_ptr<const void> keep = e->pinned ? std::shared_ptr<const void>(e->pinned)
+                                                 : std::shared_ptr<const void>(e->instance);
+    return ModelHandle(served, [self, keep, e](const ServedModel*) mutable {
       {
         std::lock_guard lock(self->mu);
-        for (Entry& entry : self->entries) {
-          if (entry.source.name != name) continue;
-          if (entry.requests > 0) --entry.requests;
-          entry.last_used = Clock::now();
-        }
+        if (e->requests > 0) --e->requests;
+        e->last_used = Clock::now();
       }
       self->cv.notify_all();
       keep.reset();  // outside the lock: the last owner of an unloaded model stops it here
@@ -231,7 +230,8 @@ struct ModelDirectory::State {
       uint64_t used = 0;
       size_t count = 0;
       Entry* victim = nullptr;
-      for (Entry& other : entries) {
+      for (const EntryPtr& p : entries) {
+        Entry& other = *p;
         if (&other == &e || !(other.loaded() || other.loading)) continue;
         used += other.instance ? other.instance->bytes : other.source.bytes;
         ++count;
@@ -261,7 +261,8 @@ struct ModelDirectory::State {
     while (!stopping) {
       std::vector<std::shared_ptr<ModelInstance>> expired;
       const auto now = Clock::now();
-      for (Entry& e : entries) {
+      for (const EntryPtr& p : entries) {
+        Entry& e = *p;
         if (!e.instance || e.requests > 0 || e.loading) continue;
         const KeepAlive keep = keep_alive_of(e);
         if (keep.count() >= 0 && now - e.last_used >= keep) {
@@ -287,8 +288,8 @@ ModelDirectory::~ModelDirectory() {
   {
     std::lock_guard lock(state_->mu);
     state_->stopping = true;
-    for (State::Entry& e : state_->entries) {
-      if (e.instance) loaded.push_back(std::move(e.instance));
+    for (const State::EntryPtr& e : state_->entries) {
+      if (e->instance) loaded.push_back(std::move(e->instance));
     }
   }
   state_->cv.notify_all();
@@ -297,11 +298,11 @@ ModelDirectory::~ModelDirectory() {
 
 void ModelDirectory::add(ModelHandle model, ServedKind kind) {
   std::lock_guard lock(state_->mu);
-  State::Entry e;
-  e.source.name = model->id;
-  e.source.kind = kind;
-  e.source.created = model->created != 0 ? model->created : unix_now();
-  e.pinned = std::move(model);
+  auto e = std::make_shared<State::Entry>();
+  e->source.name = model->id;
+  e->source.kind = kind;
+  e->source.created = model->created != 0 ? model->created : unix_now();
+  e->pinned = std::move(model);
   state_->entries.push_back(std::move(e));
 }
 
@@ -316,9 +317,9 @@ void ModelDirectory::set_loader(ModelLoader loader, DirectoryOptions options) {
 
 void ModelDirectory::add_source(ModelSource source) {
   std::lock_guard lock(state_->mu);
-  State::Entry e;
+  auto e = std::make_shared<State::Entry>();
   if (source.created == 0) source.created = unix_now();
-  e.source = std::move(source);
+  e->source = std::move(source);
   state_->entries.push_back(std::move(e));
 }
 
@@ -326,14 +327,15 @@ Result<ModelHandle> ModelDirectory::find(std::string_view name,
                                          std::optional<KeepAlive> keep_alive) const {
   State& s = *state_;
   std::unique_lock lock(s.mu);
-  State::Entry* e = s.lookup(name);
+  const State::EntryPtr e = s.lookup(name);
   if (e == nullptr) return s.not_found(name);
   if (keep_alive) e->keep_alive = keep_alive;
-  if (e->pinned) return s.handle(state_, *e);
+  if (e->pinned) return s.handle(state_, e);
   const auto deadline = Clock::now() + s.options.load_wait;
   for (;;) {
     if (s.stopping) return Status(ErrorCode::kUnavailable, "the server is shutting down");
-    if (e->instance) return s.handle(state_, *e);
+    if (e->removed) return s.not_found(name);
+    if (e->instance) return s.handle(state_, e);
     if (!e->loading) break;
     if (s.cv.wait_until(lock, deadline) == std::cv_status::timeout) {
       return Status(ErrorCode::kUnavailable,
@@ -350,20 +352,41 @@ Result<ModelHandle> ModelDirectory::find(std::string_view name,
   Result<std::unique_ptr<ModelInstance>> loaded =
       room.ok() ? s.loader(source) : Result<std::unique_ptr<ModelInstance>>(room);
   lock.lock();
-  e = s.lookup(source.name);  // entries only grow, but look again rather than keep a pointer
   e->loading = false;
   s.cv.notify_all();
   if (!loaded.ok()) return loaded.status();
+  if (e->removed) return s.not_found(name);  // removed while it loaded: the load is dropped
   (*loaded)->served.created = source.created;
   e->source.kind = (*loaded)->kind;
   e->instance = std::shared_ptr<ModelInstance>(std::move(*loaded));
-  return s.handle(state_, *e);
+  return s.handle(state_, e);
+}
+
+Status ModelDirectory::remove_source(std::string_view name) {
+  std::shared_ptr<ModelInstance> unloaded;
+  {
+    std::lock_guard lock(state_->mu);
+    const State::EntryPtr e = state_->lookup(name);
+    if (e == nullptr || name.empty()) return state_->not_found(name);
+    // One of several names goes alone; the model stays under the others.
+    const auto alias = std::find_if(e->source.aliases.begin(), e->source.aliases.end(),
+                                    [&](const std::string& a) { return same_name(a, name); });
+    if (alias != e->source.aliases.end() && !same_name(e->source.name, name)) {
+      e->source.aliases.erase(alias);
+      return ok_status();
+    }
+    e->removed = true;
+    unloaded = std::move(e->instance);  // requests in flight keep it until they end
+    std::erase(state_->entries, e);
+  }
+  state_->cv.notify_all();
+  return ok_status();
 }
 
 Status ModelDirectory::unload(std::string_view name) const {
   {
     std::lock_guard lock(state_->mu);
-    State::Entry* e = state_->lookup(name);
+    const State::EntryPtr e = state_->lookup(name);
     if (e == nullptr) return state_->not_found(name);
     if (!e->pinned) e->keep_alive = KeepAlive(0);
   }
@@ -375,7 +398,8 @@ std::vector<ModelListing> ModelDirectory::list() const {
   std::lock_guard lock(state_->mu);
   std::vector<ModelListing> out;
   const auto now = Clock::now();
-  for (const State::Entry& e : state_->entries) {
+  for (const State::EntryPtr& p : state_->entries) {
+    const State::Entry& e = *p;
     ModelListing m;
     m.name = e.source.name;
     m.aliases = e.source.aliases;
@@ -413,6 +437,10 @@ std::vector<api::ModelInfo> ModelDirectory::model_infos() const {
     api::ModelInfo info{m.name, m.created, "synapse"};
     info.kind = std::string(served_kind_name(m.kind));
     info.loaded = m.loaded;
+    info.bytes = m.bytes;
+    info.requests = m.requests;
+    info.idle_s = m.idle_s;
+    info.expires_at = m.expires_at;
     out.push_back(std::move(info));
   }
   return out;
@@ -422,10 +450,12 @@ std::string ModelDirectory::render_prometheus() const {
   std::vector<std::pair<std::string, std::string>> by_model;
   {
     std::lock_guard lock(state_->mu);
-    for (const State::Entry& e : state_->entries) {
-      const ServedModel* m = e.pinned ? e.pinned.get() : e.instance ? &e.instance->served : nullptr;
+    for (const State::EntryPtr& e : state_->entries) {
+      const ServedModel* m = e->pinned     ? e->pinned.get()
+                             : e->instance ? &e->instance->served
+                                           : nullptr;
       if (m != nullptr && m->service != nullptr) {
-        by_model.emplace_back(e.source.name, m->service->render_prometheus());
+        by_model.emplace_back(e->source.name, m->service->render_prometheus());
       }
     }
   }
@@ -438,8 +468,10 @@ void ModelDirectory::shutdown(std::chrono::milliseconds grace) {
   {
     std::lock_guard lock(state_->mu);
     state_->stopping = true;
-    for (const State::Entry& e : state_->entries) {
-      const ServedModel* m = e.pinned ? e.pinned.get() : e.instance ? &e.instance->served : nullptr;
+    for (const State::EntryPtr& e : state_->entries) {
+      const ServedModel* m = e->pinned     ? e->pinned.get()
+                             : e->instance ? &e->instance->served
+                                           : nullptr;
       if (m != nullptr && m->service != nullptr) services.push_back(m->service);
     }
   }

@@ -99,6 +99,10 @@ class ModelDirectory {
   // Models loaded on demand through `loader`.
   void set_loader(ModelLoader loader, DirectoryOptions options);
   void add_source(ModelSource source);
+  // Stops serving `name` (a name deleted from the store): an alias goes alone; a model's own
+  // name takes the model out of the directory (no longer found or listed; requests in flight on
+  // it finish, and it unloads after the last). model_not_found if unknown.
+  Status remove_source(std::string_view name);
 
   // The model `name` names, loaded if it is not; an empty name picks the first model (clients of
   // llama-server and Ollama may omit it). `keep_alive` (a request's) replaces the model's.

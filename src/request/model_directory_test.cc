@@ -194,6 +194,29 @@ TEST(ModelDirectory, AModelLargerThanTheBudgetIsAClearError) {
   EXPECT_EQ(ledger->loads_of("big"), 0);
 }
 
+TEST(ModelDirectory, ARemovedModelIsNoLongerServedButItsRequestsFinish) {
+  auto ledger = std::make_shared<Ledger>();
+  ModelDirectory d;
+  d.set_loader(fake_loader(ledger), options(1000));
+  ModelSource a = source("a", 100);
+  a.aliases = {"also-a"};
+  d.add_source(a);
+  d.add_source(source("b", 100));
+  ASSERT_TRUE(d.remove_source("also-a").ok());  // an alias goes alone
+  EXPECT_FALSE(d.find("also-a").ok());
+  Result<ModelHandle> held = d.find("a");
+  ASSERT_TRUE(held.ok());
+  ASSERT_TRUE(d.remove_source("a").ok());
+  EXPECT_EQ(d.find("a").status().code(), ErrorCode::kModelNotFound);
+  ASSERT_EQ(d.list().size(), 1u);
+  EXPECT_EQ(d.list()[0].name, "b");
+  EXPECT_EQ((*held)->id, "a");  // the request in flight still has its model
+  EXPECT_EQ(ledger->unloads_of("a"), 0);
+  held = Status(ErrorCode::kCancelled, "released");
+  EXPECT_EQ(ledger->unloads_of("a"), 1);
+  EXPECT_EQ(d.remove_source("a").code(), ErrorCode::kModelNotFound);
+}
+
 TEST(ModelDirectory, KeepAliveDurations) {
   EXPECT_EQ(*parse_keep_alive("5m"), KeepAlive(300'000));
   EXPECT_EQ(*parse_keep_alive("1h30m"), KeepAlive(5'400'000));

@@ -82,8 +82,8 @@ Status ollama_delete(const ModelAdmin& admin, const std::string& model) {
   SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(admin.store_directory));
   Result<RemoveResult> removed = store.remove(model);
   if (!removed.ok()) return store_not_found(model, removed.status());
-  // The directory keeps the name until it can forget one; loading it now fails.
-  (void)admin.directory->unload(model);
+  // The name leaves the directory too; requests in flight on it finish first.
+  (void)admin.directory->remove_source(model);
   return ok_status();
 }
 

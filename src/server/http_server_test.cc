@@ -49,7 +49,7 @@ TEST(HttpServer, HealthAndModels) {
   EXPECT_EQ(models->status, 200);
   EXPECT_EQ(
       models->body,
-      R"({"object":"list","data":[{"id":"tiny","object":"model","created":1700000000,"owned_by":"synapse","kind":"generation","loaded":true}]})");
+      R"({"object":"list","data":[{"id":"tiny","object":"model","created":1700000000,"owned_by":"synapse","kind":"generation","loaded":true,"bytes":0,"requests":0,"idle_s":0.0,"expires_at":null}]})");
   auto missing = client.Get("/v1/nothing");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
