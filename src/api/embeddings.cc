@@ -96,8 +96,8 @@ Result<std::vector<int32_t>> token_list(const Json& v, const std::string& field)
 
 Status non_empty_text(const std::string& text, const std::string& field, const char* what) {
   if (!text.empty()) return ok_status();
-  return field_error(ErrorCode::kInvalidValue, field, std::string("the ") + what +
-                                                          " is an empty string");
+  return field_error(ErrorCode::kInvalidValue, field,
+                     std::string("the ") + what + " is an empty string");
 }
 
 // OpenAI's `input`: a string, an array of strings, an array of token ids, or an array of
@@ -191,8 +191,8 @@ Result<EmbeddingsRequest> parse_embeddings_request(std::string_view text,
   EmbeddingsRequest out;
   SYN_RETURN_IF_ERROR(read_input(body, out));
   std::string format;
-  SYN_RETURN_IF_ERROR(read_name(body, "encoding_format", std::array<std::string_view, 2>{
-                                                             "float", "base64"},
+  SYN_RETURN_IF_ERROR(read_name(body, "encoding_format",
+                                std::array<std::string_view, 2>{"float", "base64"},
                                 "\"float\" or \"base64\"", format));
   out.base64 = format == "base64";
   if (const Json* v = find(body, "dimensions")) {

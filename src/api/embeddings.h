@@ -23,12 +23,12 @@ struct EmbeddingsRequest {
   // both, never empty, no empty item.
   std::vector<std::string> texts;
   std::vector<std::vector<int32_t>> tokens;
-  bool base64 = false;                  // encoding_format "base64" (little-endian float32)
-  std::optional<int64_t> dimensions;    // only the model's own size is accepted (checked later)
-  std::optional<std::string> pooling;   // "mean", "cls", "last" or "none"
+  bool base64 = false;                 // encoding_format "base64" (little-endian float32)
+  std::optional<int64_t> dimensions;   // only the model's own size is accepted (checked later)
+  std::optional<std::string> pooling;  // "mean", "cls", "last" or "none"
   bool normalize = true;
   bool truncate = false;
-  std::string priority;                 // a checked class name, or empty
+  std::string priority;  // a checked class name, or empty
 };
 
 struct RerankRequest {
@@ -44,8 +44,7 @@ struct RerankRequest {
 // Errors: request_too_large (413), invalid_json, missing_parameter, invalid_type, invalid_value.
 Result<EmbeddingsRequest> parse_embeddings_request(std::string_view body,
                                                    const RequestLimits& limits = {});
-Result<RerankRequest> parse_rerank_request(std::string_view body,
-                                           const RequestLimits& limits = {});
+Result<RerankRequest> parse_rerank_request(std::string_view body, const RequestLimits& limits = {});
 
 // One embedding: n_embd values (pooled), or n_tokens rows of n_embd (pooling none: nested arrays
 // in float form; in base64, all rows in order).

@@ -102,8 +102,8 @@ Result<std::string> run_embeddings(const ModelDirectory& models,
   }
   std::optional<PoolingType> asked;
   if (request.pooling) asked = pooling_type_from_name(*request.pooling);
-  Result<PoolingType> pooling = embedding_pooling(m.embedding_pooling, service.bidirectional(),
-                                                  asked, /*allow_none=*/true);
+  Result<PoolingType> pooling =
+      embedding_pooling(m.embedding_pooling, service.bidirectional(), asked, /*allow_none=*/true);
   if (!pooling.ok()) {
     return field_error(ErrorCode::kUnsupportedParameter, "pooling",
                        std::string(pooling.status().message()));
@@ -150,9 +150,8 @@ Result<std::string> run_rerank(const ModelDirectory& models, const api::RerankRe
   }
   // One request per (query, document) pair, scored like an embedding: the cross-encoder's
   // classifier on the pair's first token.
-  Result<std::vector<RerankPair>> pairs = rerank_pairs(*m.tokenizer, request.query,
-                                                       request.documents, service.n_ctx(),
-                                                       request.truncate);
+  Result<std::vector<RerankPair>> pairs = rerank_pairs(
+      *m.tokenizer, request.query, request.documents, service.n_ctx(), request.truncate);
   if (!pairs.ok()) return api_status(pairs.status());
   RerankResult ranked;
   std::vector<serve::GenerationRequest> requests(pairs->size());

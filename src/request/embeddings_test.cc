@@ -61,17 +61,18 @@ TEST(EmbeddingRequests, EveryInputShapeAndFieldIsChecked) {
 }
 
 TEST(EmbeddingRequests, RerankBodiesAreChecked) {
-  Result<api::RerankRequest> r = api::parse_rerank_request(
-      R"({"query": "q", "documents": ["a", {"text": "b"}], "top_n": 5})");
+  Result<api::RerankRequest> r =
+      api::parse_rerank_request(R"({"query": "q", "documents": ["a", {"text": "b"}], "top_n": 5})");
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->documents, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(r->top_n, 2u);  // more than the documents keeps them all
   EXPECT_EQ(api::parse_rerank_request(R"({"query": "q", "documents": []})").status().code(),
             ErrorCode::kInvalidValue);
   EXPECT_EQ(api::parse_rerank_request(R"({"documents": ["a"]})").status().where().field, "query");
-  EXPECT_EQ(
-      api::parse_rerank_request(R"({"query": "q", "documents": ["a"], "top_n": 0})").status().code(),
-      ErrorCode::kInvalidValue);
+  EXPECT_EQ(api::parse_rerank_request(R"({"query": "q", "documents": ["a"], "top_n": 0})")
+                .status()
+                .code(),
+            ErrorCode::kInvalidValue);
 }
 
 TEST(EmbeddingRequests, AHugeModelNameIsNotEchoedWhole) {
@@ -79,9 +80,8 @@ TEST(EmbeddingRequests, AHugeModelNameIsNotEchoedWhole) {
   served.id = "served-model";
   ModelDirectory models;
   models.add(unowned(served));
-  Result<api::EmbeddingsRequest> body =
-      api::parse_embeddings_request(R"({"model": ")" + std::string(1 << 20, 'n') +
-                                    R"(", "input": "x"})");
+  Result<api::EmbeddingsRequest> body = api::parse_embeddings_request(
+      R"({"model": ")" + std::string(1 << 20, 'n') + R"(", "input": "x"})");
   ASSERT_TRUE(body.ok());
   const Result<std::string> r = run_embeddings(models, *body, serve::RequestClass::kInteractive);
   ASSERT_FALSE(r.ok());
