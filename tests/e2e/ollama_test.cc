@@ -48,7 +48,7 @@ class OllamaTest : public ::testing::Test {
 testing::TempDir* OllamaTest::dir_ = nullptr;
 std::string* OllamaTest::model_ = nullptr;
 
-TEST_F(OllamaTest, OllamaClientForNode) {
+TEST_F(OllamaTest, OllamaClientAndOpenAiSdkForNodeOnOneServer) {
   SYN_REQUIRE_OPENAI_NODE_SDK(npm_dir, SYNAPSE_NPM_DIR);
   if (run_command("test -f " + npm_dir + "/node_modules/ollama/package.json").exit_code != 0) {
     if (testing::running_in_ci()) FAIL() << "npm package ollama missing (required under CI=true)";
@@ -58,6 +58,11 @@ TEST_F(OllamaTest, OllamaClientForNode) {
       npm_dir, SYNAPSE_SOURCE_DIR, "ollama_client.cjs", server_->url(), kKey, "tiny"));
   EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("\"ok\":true"), std::string::npos) << r.stdout_text;
+  // The official OpenAI SDK, unchanged, against the same server right after.
+  const auto openai = run_command(testing::openai_node_sdk_command(
+      npm_dir, SYNAPSE_SOURCE_DIR, "openai_sdk_client.cjs", server_->url(), kKey, "tiny"));
+  EXPECT_EQ(openai.exit_code, 0) << openai.stdout_text << openai.stderr_text;
+  EXPECT_NE(openai.stdout_text.find("\"ok\":true"), std::string::npos) << openai.stdout_text;
 }
 
 TEST_F(OllamaTest, StreamIsNdjsonEndingWithTheCounts) {
