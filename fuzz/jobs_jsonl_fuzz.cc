@@ -3,6 +3,7 @@
 // JSONL, odd: the JSON body), the rest is the payload. Any input must parse or fail with an error
 // value; an accepted submission must keep the promised invariants, and writing its requests back
 // out as JSONL and parsing that again must give the same requests and the same digest.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -31,6 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_requests = 8;
   limits.max_custom_id_bytes = 32;
   limits.max_line_errors = 16;
+  // The server's job-item urls (request::job_item_urls(); the jobs layer takes them as a limit).
+  limits.item_urls = {"/v1/completions", "/v1/chat/completions", "/v1/embeddings"};
   const bool jsonl = (data[0] & 1) == 0;
   synapse::Result<Submission> parsed =
       jsonl ? parse_jsonl_submission(payload, JobClass::kBatch, limits)
@@ -53,8 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string rewritten;
   for (const JobRequest& request : submission.requests) {
     require(!request.custom_id.empty() && ids.insert(request.custom_id).second);
-    require(request.url == "/v1/completions" || request.url == "/v1/chat/completions" ||
-            request.url == "/v1/embeddings");
+    require(std::find(limits.item_urls.begin(), limits.item_urls.end(), request.url) !=
+            limits.item_urls.end());
     const nlohmann::json body = nlohmann::json::parse(request.body, nullptr, false);
     require(body.is_object() && body.dump() == request.body);  // canonical form is a fixed point
     const nlohmann::json line = {
