@@ -362,6 +362,14 @@ Result<ModelHandle> ModelDirectory::find(std::string_view name,
   return s.handle(state_, e);
 }
 
+Status ModelDirectory::add_alias(std::string_view name, std::string alias) {
+  std::lock_guard lock(state_->mu);
+  const State::EntryPtr e = state_->lookup(name);
+  if (e == nullptr || name.empty()) return state_->not_found(name);
+  if (state_->lookup(alias) == nullptr) e->source.aliases.push_back(std::move(alias));
+  return ok_status();
+}
+
 Status ModelDirectory::remove_source(std::string_view name) {
   std::shared_ptr<ModelInstance> unloaded;
   {

@@ -99,6 +99,9 @@ class ModelDirectory {
   // Models loaded on demand through `loader`.
   void set_loader(ModelLoader loader, DirectoryOptions options);
   void add_source(ModelSource source);
+  // Gives the model `name` one more name (a second store name of the same blob), so that both
+  // names share one loaded instance. model_not_found if `name` is unknown.
+  Status add_alias(std::string_view name, std::string alias);
   // Stops serving `name` (a name deleted from the store): an alias goes alone; a model's own
   // name takes the model out of the directory (no longer found or listed; requests in flight on
   // it finish, and it unloads after the last). model_not_found if unknown.

@@ -202,6 +202,11 @@ TEST(ModelDirectory, ARemovedModelIsNoLongerServedButItsRequestsFinish) {
   a.aliases = {"also-a"};
   d.add_source(a);
   d.add_source(source("b", 100));
+  ASSERT_TRUE(d.add_alias("a", "a-copy").ok());  // one model under both names
+  ASSERT_TRUE(d.find("a-copy").ok());
+  ASSERT_TRUE(d.find("a").ok());
+  EXPECT_EQ(ledger->loads_of("a"), 1);
+  EXPECT_EQ(d.add_alias("nope", "x").code(), ErrorCode::kModelNotFound);
   ASSERT_TRUE(d.remove_source("also-a").ok());  // an alias goes alone
   EXPECT_FALSE(d.find("also-a").ok());
   Result<ModelHandle> held = d.find("a");

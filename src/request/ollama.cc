@@ -237,7 +237,14 @@ api::OllamaModelEntry entry_of(const ModelListing& m) {
 
 std::string ollama_tags(const ModelDirectory& models) {
   std::vector<api::OllamaModelEntry> entries;
-  for (const ModelListing& m : models.list()) entries.push_back(entry_of(m));
+  // Every name is a model to Ollama's clients: a copy (a second name of one blob) is listed too.
+  for (const ModelListing& m : models.list()) {
+    entries.push_back(entry_of(m));
+    for (const std::string& alias : m.aliases) {
+      entries.push_back(entry_of(m));
+      entries.back().name = alias;
+    }
+  }
   return api::ollama_tags(entries);
 }
 

@@ -30,6 +30,15 @@ bool listed(const ModelDirectory& directory, const std::string& name) {
 Status add_to_directory(const ModelAdmin& admin, const std::string& name,
                         const StoredModel& stored) {
   if (listed(*admin.directory, name)) return ok_status();
+  // Another name of the same blob already served: one more name of that model, so the two names
+  // share one loaded instance (and count once against the memory budget).
+  SYN_ASSIGN_OR_RETURN(ModelStore store, ModelStore::open(admin.store_directory));
+  SYN_ASSIGN_OR_RETURN(const StoredModel current, store.find(stored.digest));
+  for (const std::string& other : current.aliases) {
+    if (other != name && listed(*admin.directory, other)) {
+      return admin.directory->add_alias(other, name);
+    }
+  }
   ModelSource source;
   source.name = name;
   source.ref = name;
