@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,28 @@ inline void send_error(http::Response& res, const Status& status,
   res.status = error.http_status;
   if (retry_s) res.set_header("Retry-After", std::to_string(*retry_s));
   res.set_content(api::error_body(error), std::string(kJson));
+}
+
+// Streams what `stream` produces (a request::GenerationStream or OllamaStream: `next(out)`
+// appends the bytes of the next event and says whether more follow, `abandon()` cancels an
+// unfinished request) as a response of `content_type`. A client that goes away, or a failed
+// write, abandons the request; so does the server ending the stream for any other reason.
+template <typename Stream>
+void send_stream(http::Response& res, std::string content_type, std::shared_ptr<Stream> stream) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_stream(
+      std::move(content_type),
+      [stream](http::StreamSink& sink) {
+        std::string out;
+        const bool more = stream->next(out);
+        if (sink.client_gone() || (!out.empty() && !sink.write(out))) {
+          stream->abandon();
+          return false;
+        }
+        return more;
+      },
+      [stream] { stream->abandon(); });
 }
 
 }  // namespace synapse::server

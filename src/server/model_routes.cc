@@ -53,25 +53,8 @@ void generation(EndpointKind kind, const request::ModelDirectory& models,
   Result<std::shared_ptr<serve::RequestHandle>> handle = request::submit_generation(*call);
   if (!handle.ok()) return send_failure(res, handle.status(), request::retry_after_s(*call));
   if (call->stream.stream) {
-    auto stream = std::make_shared<request::GenerationStream>(std::move(*call), *handle);
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    res.set_stream(
-        "text/event-stream",
-        // Called until it says the stream is over or a write fails.
-        [stream](http::StreamSink& sink) {
-          std::string out;
-          const bool more = stream->next(out);
-          if (sink.client_gone() || (!out.empty() && !sink.write(out))) {
-            stream->abandon();
-            return false;
-          }
-          return more;
-        },
-        // Called when the stream ends for any reason; one that did not finish (the server
-        // stopping, a failed write) is cancelled.
-        [stream] { stream->abandon(); });
-    return;
+    return send_stream(res, "text/event-stream",
+                       std::make_shared<request::GenerationStream>(std::move(*call), *handle));
   }
   bool client_gone = false;
   Result<std::string> body = request::collect_generation(*call, **handle, [&] {

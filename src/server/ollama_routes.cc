@@ -39,21 +39,7 @@ void run_generation(Result<request::OllamaCall> call, const http::Request& req,
   if (!handle.ok()) return send_ollama_error(res, handle.status(), model);
   auto stream = std::make_shared<request::OllamaStream>(std::move(*call), *handle);
   if (streaming) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    res.set_stream(
-        std::string(kNdjson),
-        [stream](http::StreamSink& sink) {
-          std::string out;
-          const bool more = stream->next(out);
-          if (sink.client_gone() || (!out.empty() && !sink.write(out))) {
-            stream->abandon();
-            return false;
-          }
-          return more;
-        },
-        [stream] { stream->abandon(); });
-    return;
+    return send_stream(res, std::string(kNdjson), stream);
   }
   std::string out;
   while (stream->next(out)) {
