@@ -77,8 +77,10 @@ Result<request::ModelSource> source_for(const std::string& ref, const std::strin
           ErrorWhere{.path = ref});
     }
     path = stored->path;
+    source.digest = stored->digest;
     source.created = stored->imported_at;
   }
+  source.path = path;
   std::error_code ec;
   source.bytes = std::filesystem::file_size(path, ec);
   if (ec) return Status(ErrorCode::kNotFound, ec.message(), ErrorWhere{.path = path});
@@ -98,6 +100,8 @@ Result<std::vector<request::ModelSource>> store_sources(const std::string& store
     source.name = m.aliases.front();
     source.aliases.assign(m.aliases.begin() + 1, m.aliases.end());
     source.ref = m.aliases.front();
+    source.path = m.path;
+    source.digest = m.digest;
     source.bytes = m.bytes;
     source.created = m.imported_at;
     Result<request::ServedKind> kind = request::probe_served_kind(m.path);

@@ -412,6 +412,8 @@ std::vector<ModelListing> ModelDirectory::list() const {
     m.name = e.source.name;
     m.aliases = e.source.aliases;
     m.kind = e.source.kind;
+    m.path = e.source.path;
+    m.digest = e.source.digest;
     m.bytes = e.instance ? e.instance->bytes : e.source.bytes;
     m.created = e.source.created;
     m.loaded = e.loaded();

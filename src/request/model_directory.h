@@ -41,6 +41,8 @@ struct ModelSource {
   std::string name;  // what clients write in "model"; "name:tag" also matches "name" as "latest"
   std::vector<std::string> aliases;
   std::string ref;     // what the loader opens: a path, a store name or a digest
+  std::string path;    // the model file (its metadata can be read without loading it)
+  std::string digest;  // a stored model's SHA-256 (hex); empty for a file outside the store
   uint64_t bytes = 0;  // its file's size: the memory it needs, weights mapped in full
   ServedKind kind = ServedKind::kGeneration;
   int64_t created = 0;                  // unix seconds (when it was imported)
@@ -76,6 +78,8 @@ struct ModelListing {
   std::string name;
   std::vector<std::string> aliases;
   ServedKind kind = ServedKind::kGeneration;
+  std::string path;    // the model file; empty for a model given loaded
+  std::string digest;  // a stored model's SHA-256 (hex), else empty
   uint64_t bytes = 0;
   int64_t created = 0;
   bool loaded = false;

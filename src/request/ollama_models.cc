@@ -42,6 +42,8 @@ Status add_to_directory(const ModelAdmin& admin, const std::string& name,
   ModelSource source;
   source.name = name;
   source.ref = name;
+  source.path = stored.path;
+  source.digest = stored.digest;
   source.bytes = stored.bytes;
   source.created = stored.imported_at;
   SYN_ASSIGN_OR_RETURN(source.kind, probe_served_kind(stored.path));
