@@ -36,6 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const HubFile& file : info->files) {
       require(is_safe_repo_path(file.path) && file.path.size() <= limits.max_path_bytes);
       require(file.lfs_sha256.empty() || is_sha256_hex(file.lfs_sha256));
+      require(file.git_blob_id.empty() || is_git_object_id(file.git_blob_id));
     }
     return 0;
   }

@@ -90,6 +90,30 @@ Sha256Digest Sha256Hasher::finish() {
   return out;
 }
 
+struct Sha1Hasher::State {
+  EVP_MD_CTX* ctx = nullptr;
+};
+
+Sha1Hasher::Sha1Hasher() : state_(std::make_unique<State>()) {
+  state_->ctx = EVP_MD_CTX_new();
+  SYN_CHECK(state_->ctx != nullptr && EVP_DigestInit_ex(state_->ctx, EVP_sha1(), nullptr) == 1,
+            "OpenSSL SHA-1 initialisation failed");
+}
+
+Sha1Hasher::~Sha1Hasher() { EVP_MD_CTX_free(state_->ctx); }
+
+void Sha1Hasher::update(std::span<const uint8_t> bytes) {
+  SYN_CHECK(EVP_DigestUpdate(state_->ctx, bytes.data(), bytes.size()) == 1, "SHA-1 update failed");
+}
+
+Sha1Digest Sha1Hasher::finish() {
+  Sha1Digest out{};
+  unsigned int length = 0;
+  SYN_CHECK(EVP_DigestFinal_ex(state_->ctx, out.data(), &length) == 1 && length == out.size(),
+            "SHA-1 final failed");
+  return out;
+}
+
 Result<Sha256Digest> sha256_file(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {

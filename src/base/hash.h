@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Content hashes: XXH3 (64/128) for fast integrity checks of tensor data, SHA-256 for identities
-// that must resist deliberate collisions (model file digests, request digests).
+// that must resist deliberate collisions (model file digests, request digests), SHA-1 only to
+// check git object ids others give us (a hub's non-LFS files).
 #pragma once
 
 #include <array>
@@ -57,6 +58,23 @@ class Sha256Hasher {
   Sha256Hasher& operator=(const Sha256Hasher&) = delete;
   void update(std::span<const uint8_t> bytes);
   Sha256Digest finish();  // the hasher cannot be updated afterwards
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Streaming SHA-1 (OpenSSL EVP). Not for identities of our own: only to compare with git's object
+// ids, which are SHA-1s.
+using Sha1Digest = std::array<uint8_t, 20>;
+class Sha1Hasher {
+ public:
+  Sha1Hasher();
+  ~Sha1Hasher();
+  Sha1Hasher(const Sha1Hasher&) = delete;
+  Sha1Hasher& operator=(const Sha1Hasher&) = delete;
+  void update(std::span<const uint8_t> bytes);
+  Sha1Digest finish();  // the hasher cannot be updated afterwards
 
  private:
   struct State;

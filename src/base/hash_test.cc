@@ -46,6 +46,17 @@ TEST(Hash, StreamingMatchesOneShot) {
   EXPECT_EQ(sha.finish(), sha256(data));
 }
 
+TEST(Hash, Sha1MatchesTheStandardVectors) {
+  // FIPS 180's "abc" and git's object id of the blob "hello\n" (`git hash-object`).
+  Sha1Hasher abc;
+  abc.update(as_bytes("abc"));
+  EXPECT_EQ(to_hex(abc.finish()), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  Sha1Hasher blob;
+  blob.update(as_bytes(std::string_view("blob 6\0", 7)));
+  blob.update(as_bytes("hello\n"));
+  EXPECT_EQ(to_hex(blob.finish()), "ce013625030ba8dba906f756967f9e9ca394464a");
+}
+
 TEST(Hash, Sha256OfFile) {
   testing::TempDir dir;
   testing::write_file_bytes(dir.file("abc"), {'a', 'b', 'c'});

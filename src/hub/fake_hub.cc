@@ -11,6 +11,14 @@ std::string FakeHub::sha256_hex(const std::string& bytes) {
   return to_hex(sha256(as_bytes(bytes)));
 }
 
+std::string FakeHub::git_blob_id(const std::string& bytes) {
+  Sha1Hasher hasher;
+  const std::string header = "blob " + std::to_string(bytes.size());
+  hasher.update(as_bytes(std::string_view(header.c_str(), header.size() + 1)));  // with its '\0'
+  hasher.update(as_bytes(bytes));
+  return to_hex(hasher.finish());
+}
+
 Result<std::unique_ptr<FakeHub>> FakeHub::start(FakeHubOptions options) {
   std::unique_ptr<FakeHub> hub(new FakeHub(std::move(options)));
   FakeHub* self = hub.get();
@@ -97,7 +105,11 @@ void FakeHub::model_info(http::Request& req, http::Response& res) {
     nlohmann::json s = {{"rfilename", f.path}};
     if (blobs) {
       s["size"] = f.bytes.size();
-      s["blobId"] = std::string(40, 'b');
+      // For an LFS file the hub's blobId names the pointer git keeps, not the content.
+      const std::string pointer =
+          "version https://git-lfs.github.com/spec/v1\noid sha256:" + sha256_hex(f.bytes) +
+          "\nsize " + std::to_string(f.bytes.size()) + "\n";
+      s["blobId"] = git_blob_id(f.lfs ? pointer : f.bytes);
       if (f.lfs) {
         s["lfs"] = {
             {"sha256", sha256_hex(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
@@ -135,8 +147,10 @@ void FakeHub::resolve(http::Request& req, http::Response& res) {
     return;
   }
   if (!found->lfs) {
-    res.set_header("ETag", "\"" + std::string(40, 'b') + "\"");
-    res.set_content(found->bytes, "application/octet-stream");
+    res.set_header("ETag", "\"" + git_blob_id(found->bytes) + "\"");
+    std::string body = found->bytes;
+    if (corrupt_ && !body.empty()) body[body.size() / 2] ^= 1;
+    res.set_content(std::move(body), "application/octet-stream");
     return;
   }
   const std::string sha = sha256_hex(found->bytes);

@@ -2,8 +2,10 @@
 // Test-only: a local HTTP server speaking the hub's protocol for one repository, so pull tests
 // never touch the network. It serves the model info (siblings, sha, blobs), resolve URLs that
 // redirect relatively (main -> the commit) and then absolutely to a CDN-like /cdn/<sha256> with
-// X-Repo-Commit, X-Linked-Etag and X-Linked-Size, and CDN bodies with Range support. Faults on
-// demand: a body cut short, bytes that do not match their advertised hash, a required token.
+// X-Repo-Commit, X-Linked-Etag and X-Linked-Size, and CDN bodies with Range support. A file kept
+// in git (not LFS) is served by resolve itself, with its git blob id as `blobId` and ETag, as the
+// hub does. Faults on demand: a body cut short, bytes that do not match their advertised hash, a
+// required token.
 #pragma once
 
 #include <atomic>
@@ -21,7 +23,7 @@ namespace synapse::hub {
 struct FakeHubFile {
   std::string path;   // repository path (one segment)
   std::string bytes;  // content
-  bool lfs = true;    // LFS files redirect to the CDN and carry a SHA-256
+  bool lfs = true;    // LFS files redirect to the CDN and carry a SHA-256; others a git blob id
 };
 
 struct FakeHubOptions {
@@ -42,7 +44,7 @@ class FakeHub {
 
   // The next CDN body ends (cleanly, as if the connection dropped) after this many bytes.
   void cut_next_body_after(uint64_t bytes) { cut_after_ = static_cast<int64_t>(bytes); }
-  // CDN bodies have one byte flipped; the advertised SHA-256 stays the original's.
+  // Bodies (CDN and non-LFS) have one byte flipped; the advertised hashes stay the original's.
   void corrupt_bodies(bool on) { corrupt_ = on; }
 
   // The Range header of each CDN GET, in order ("" when none was sent).
@@ -50,6 +52,8 @@ class FakeHub {
   // "METHOD target" of every request, in order.
   std::vector<std::string> requests() const;
   static std::string sha256_hex(const std::string& bytes);
+  // Git's object id of a blob of `bytes` (SHA-1 of "blob <size>\0" + bytes).
+  static std::string git_blob_id(const std::string& bytes);
 
  private:
   explicit FakeHub(FakeHubOptions options) : options_(std::move(options)) {}

@@ -63,8 +63,35 @@ class Fd {
   int fd_;
 };
 
-// The SHA-256 of the first `bytes` of the file (what a resumed download already holds).
-Status hash_prefix(int fd, uint64_t bytes, Sha256Hasher& hasher, const std::string& path) {
+// The hashes a download is checked with: the SHA-256 always (the store and the caller name the
+// file by it), git's blob id only when that is what the hub gives.
+class DownloadHashes {
+ public:
+  DownloadHashes(bool git_blob, uint64_t size) : git_blob_(git_blob), size_(size) { reset(); }
+  void reset() {
+    sha256_ = std::make_unique<Sha256Hasher>();
+    sha1_.reset();
+    if (!git_blob_) return;
+    sha1_ = std::make_unique<Sha1Hasher>();
+    const std::string header = "blob " + std::to_string(size_);
+    sha1_->update(as_bytes(std::string_view(header.c_str(), header.size() + 1)));  // with '\0'
+  }
+  void update(std::span<const uint8_t> bytes) {
+    sha256_->update(bytes);
+    if (sha1_) sha1_->update(bytes);
+  }
+  std::string sha256_hex() { return to_hex(sha256_->finish()); }
+  std::string git_blob_hex() { return sha1_ ? to_hex(sha1_->finish()) : std::string(); }
+
+ private:
+  bool git_blob_;
+  uint64_t size_;
+  std::unique_ptr<Sha256Hasher> sha256_;
+  std::unique_ptr<Sha1Hasher> sha1_;
+};
+
+// The hashes of the first `bytes` of the file (what a resumed download already holds).
+Status hash_prefix(int fd, uint64_t bytes, DownloadHashes& hasher, const std::string& path) {
   std::vector<uint8_t> buffer(kReadChunkBytes);
   uint64_t offset = 0;
   while (offset < bytes) {
@@ -78,6 +105,12 @@ Status hash_prefix(int fd, uint64_t bytes, Sha256Hasher& hasher, const std::stri
 }
 
 }  // namespace
+
+std::string git_blob_id_of(std::string_view bytes) {
+  DownloadHashes hashes(/*git_blob=*/true, bytes.size());
+  hashes.update(as_bytes(bytes));
+  return hashes.git_blob_hex();
+}
 
 Status hub_status_error(long http_status, std::string_view what, bool have_token,
                         std::string_view body) {
@@ -146,6 +179,7 @@ Result<FileMetadata> fetch_file_metadata(const HubConfig& config, std::string_vi
       unquote_etag(!response.header("x-linked-etag").empty() ? response.header("x-linked-etag")
                                                              : response.header("etag"));
   if (is_sha256_hex(etag)) meta.sha256 = etag;
+  if (response.header("x-linked-etag").empty() && is_git_object_id(etag)) meta.git_blob_id = etag;
   const auto size =
       parse_count(!response.header("x-linked-size").empty() ? response.header("x-linked-size")
                                                             : response.header("content-length"));
@@ -161,10 +195,16 @@ Result<FileMetadata> fetch_file_metadata(const HubConfig& config, std::string_vi
   return meta;
 }
 
-Status download_verified(const DownloadSpec& spec,
-                         const std::function<void(uint64_t done, uint64_t total)>& progress,
-                         const std::function<bool()>& cancelled) {
+Result<std::string> download_verified(
+    const DownloadSpec& spec, const std::function<void(uint64_t done, uint64_t total)>& progress,
+    const std::function<bool()>& cancelled) {
   const std::string& path = spec.partial_path;
+  const bool by_git_blob = spec.sha256.empty();
+  if (by_git_blob && spec.git_blob_id.empty()) {
+    return Status(ErrorCode::kUnsupported,
+                  "the hub gives neither a SHA-256 nor a git blob id for " + spec.what +
+                      ", so it cannot be verified");
+  }
   Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (fd.get() < 0) return io_error("cannot open the partial download", path);
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
@@ -181,8 +221,8 @@ Status download_verified(const DownloadSpec& spec,
     return ok_status();
   };
   if (have > spec.size) SYN_RETURN_IF_ERROR(restart());
-  auto hasher = std::make_unique<Sha256Hasher>();
-  SYN_RETURN_IF_ERROR(hash_prefix(fd.get(), have, *hasher, path));
+  DownloadHashes hasher(by_git_blob, spec.size);
+  SYN_RETURN_IF_ERROR(hash_prefix(fd.get(), have, hasher, path));
   const auto remove_partial = [&path] { ::unlink(path.c_str()); };
 
   for (int attempt = 0; have < spec.size; ++attempt) {
@@ -201,7 +241,7 @@ Status download_verified(const DownloadSpec& spec,
         range_ignored = true;
         write_error = restart();
         if (!write_error.ok()) return false;
-        hasher = std::make_unique<Sha256Hasher>();
+        hasher.reset();
       }
       if (have + bytes.size() > spec.size) {
         write_error =
@@ -215,7 +255,7 @@ Status download_verified(const DownloadSpec& spec,
         write_error = io_error("cannot write the download", path);
         return false;
       }
-      hasher->update(as_bytes(bytes));
+      hasher.update(as_bytes(bytes));
       have += bytes.size();
       if (progress) progress(have, spec.size);
       return true;
@@ -228,7 +268,7 @@ Status download_verified(const DownloadSpec& spec,
     if (response.status == 416 && start > 0 && attempt == 0) {
       // What we hold is no prefix of the file the server has now: fetch it whole.
       SYN_RETURN_IF_ERROR(restart());
-      hasher = std::make_unique<Sha256Hasher>();
+      hasher.reset();
       continue;
     }
     if (response.status != 200 && response.status != 206) {
@@ -253,8 +293,18 @@ Status download_verified(const DownloadSpec& spec,
     }
   }
   if (::fsync(fd.get()) != 0) return io_error("cannot sync the download", path);
-  const std::string actual = to_hex(hasher->finish());
-  if (actual != spec.sha256) {
+  const std::string actual = hasher.sha256_hex();
+  if (by_git_blob) {
+    const std::string blob = hasher.git_blob_hex();
+    if (blob != spec.git_blob_id) {
+      remove_partial();
+      return Status(ErrorCode::kChecksumMismatch,
+                    "the download of " + spec.what + " has git blob id " + blob +
+                        ", the hub says " + spec.git_blob_id +
+                        "; it was deleted and nothing was stored",
+                    ErrorWhere{.path = path});
+    }
+  } else if (actual != spec.sha256) {
     remove_partial();
     return Status(ErrorCode::kChecksumMismatch,
                   "the download of " + spec.what + " has SHA-256 " + actual + ", the hub says " +
@@ -262,7 +312,7 @@ Status download_verified(const DownloadSpec& spec,
                   ErrorWhere{.path = path});
   }
   if (progress) progress(have, spec.size);
-  return ok_status();
+  return actual;
 }
 
 }  // namespace synapse::hub

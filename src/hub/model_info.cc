@@ -25,6 +25,7 @@ bool is_hex(std::string_view text) {
 }  // namespace
 
 bool is_sha256_hex(std::string_view text) { return text.size() == 64 && is_hex(text); }
+bool is_git_object_id(std::string_view text) { return text.size() == 40 && is_hex(text); }
 
 bool is_safe_repo_path(std::string_view path) {
   if (path.empty() || path.front() == '/') return false;
@@ -68,6 +69,13 @@ Result<ModelInfo> parse_model_info(std::string_view json, const ModelInfoLimits&
     if (size != sibling.end()) {
       if (!size->is_number_unsigned()) return bad("'size' of " + file.path + " is not a count");
       file.size = size->get<uint64_t>();
+    }
+    const auto blob_id = sibling.find("blobId");
+    if (blob_id != sibling.end() && !blob_id->is_null()) {
+      if (!blob_id->is_string() || !is_git_object_id(blob_id->get<std::string>())) {
+        return bad("'blobId' of " + file.path + " is not a git object id");
+      }
+      file.git_blob_id = blob_id->get<std::string>();
     }
     const auto lfs = sibling.find("lfs");
     if (lfs != sibling.end() && !lfs->is_null()) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The hub's answer to GET /api/models/{repo}/revision/{rev}[?blobs=true]: the commit it resolved
-// to and the repository's files, with sizes and LFS SHA-256s when blobs were asked for. The
+// to and the repository's files, with sizes, LFS SHA-256s and git blob ids when blobs were asked
+// for. The
 // parser is fail-closed and bounded (it reads what a remote server sends) and fuzzed.
 #pragma once
 
@@ -18,6 +19,10 @@ struct HubFile {
   std::string path;              // "rfilename": repository-relative, '/'-separated
   std::optional<uint64_t> size;  // bytes (blobs=true)
   std::string lfs_sha256;        // 64 lowercase hex digits, empty when not an LFS file
+  // "blobId": git's object id of what the repository holds (40 lowercase hex digits, empty when
+  // not given). For a non-LFS file that is the content's id (git_blob_id_of), the only check the
+  // hub offers for it; for an LFS file it names the pointer, not the content.
+  std::string git_blob_id;
 };
 
 struct ModelInfo {
@@ -38,5 +43,6 @@ Result<ModelInfo> parse_model_info(std::string_view json, const ModelInfoLimits&
 // ".." segment, no backslash or control character.
 bool is_safe_repo_path(std::string_view path);
 bool is_sha256_hex(std::string_view text);
+bool is_git_object_id(std::string_view text);  // 40 lowercase hex digits (a SHA-1)
 
 }  // namespace synapse::hub

@@ -10,10 +10,12 @@ namespace {
 
 const std::string kSha = "0123456789abcdef0123456789abcdef01234567";
 const std::string kOid = std::string(64, 'a');
+const std::string kBlob = "ce013625030ba8dba906f756967f9e9ca394464a";
 
 TEST(ModelInfo, ParsesSiblingsWithBlobs) {
   const std::string json = R"({"id":"org/m","sha":")" + kSha +
-                           R"(","siblings":[{"rfilename":"README.md","size":12},
+                           R"(","siblings":[{"rfilename":"README.md","size":12,"blobId":")" +
+                           kBlob + R"("},
       {"rfilename":"sub/m-Q4_K_M.gguf","size":1000,"lfs":{"sha256":")" +
                            kOid + R"(","size":1000,"pointerSize":134}}]})";
   const Result<ModelInfo> info = parse_model_info(json);
@@ -23,6 +25,8 @@ TEST(ModelInfo, ParsesSiblingsWithBlobs) {
   EXPECT_EQ(info->files[0].path, "README.md");
   EXPECT_EQ(info->files[0].size, 12u);
   EXPECT_TRUE(info->files[0].lfs_sha256.empty());
+  EXPECT_EQ(info->files[0].git_blob_id, kBlob);
+  EXPECT_TRUE(info->files[1].git_blob_id.empty());
   EXPECT_EQ(info->files[1].lfs_sha256, kOid);
   EXPECT_EQ(info->files[1].size, 1000u);
   // Without blobs=true: names only.
@@ -41,6 +45,8 @@ TEST(ModelInfo, RefusesWhatCouldEscapeOrLie) {
         std::string(R"({"rfilename":"a//b"})"), std::string(R"({"rfilename":"a\\b"})"),
         std::string(R"({"rfilename":7})"), std::string(R"({"rfilename":"a","size":-1})"),
         std::string(R"({"rfilename":"a","lfs":{"sha256":"xyz"}})"),
+        std::string(R"({"rfilename":"a","blobId":"ABC"})"),
+        std::string(R"({"rfilename":"a","blobId":7})"),
         std::string(R"({"rfilename":"a","size":5,"lfs":{"sha256":")") + kOid + R"(","size":6}})",
         std::string("7")}) {
     EXPECT_EQ(with(bad).status().code(), ErrorCode::kHubUnavailable) << bad;

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "hub/pull.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -37,15 +41,22 @@ class Puller {
   Result<PullResult> run();
 
  private:
-  void report(std::string status, std::string digest = {}, uint64_t total = 0,
-              uint64_t completed = 0) const {
-    if (on_progress_) on_progress_({std::move(status), std::move(digest), total, completed});
+  void report(PullStage stage, std::string status, std::string digest = {}, uint64_t total = 0,
+              uint64_t completed = 0, std::string file = {}) const {
+    if (on_progress_) {
+      on_progress_(
+          {std::move(status), std::move(digest), total, completed, stage, std::move(file)});
+    }
   }
   Status check_cancelled() const {
     return cancelled_() ? Status(ErrorCode::kCancelled, "the pull was cancelled") : ok_status();
   }
   // Hashes a local copy against the SHA-256 the hub (or the cache's blob name) gives.
-  Result<bool> verify_local(const std::string& path, const std::string& sha256) const;
+  Result<bool> verify_local(const std::string& path, const std::string& sha256,
+                            const std::string& repo_path) const;
+  // Downloads into <downloads>/<key>.partial, verified by `spec`, then renames it <key>.gguf.
+  Status download(Fetched& out, const std::string& key, const std::string& digest,
+                  DownloadSpec spec);
   Result<Fetched> fetch_online(const std::string& repo_path, const HubFile* listed,
                                const std::string& commit);
   Result<PullResult> run_offline(const HubRef& ref);
@@ -63,10 +74,35 @@ class Puller {
   bool already_stored_ = false;
 };
 
-Result<bool> Puller::verify_local(const std::string& path, const std::string& sha256) const {
-  report("verifying sha256 digest", "sha256:" + sha256);
+Result<bool> Puller::verify_local(const std::string& path, const std::string& sha256,
+                                  const std::string& repo_path) const {
+  report(PullStage::kVerify, "verifying sha256 digest", "sha256:" + sha256, 0, 0, repo_path);
   SYN_ASSIGN_OR_RETURN(const Sha256Digest digest, sha256_file(path));
   return to_hex(digest) == sha256;
+}
+
+Status Puller::download(Fetched& out, const std::string& key, const std::string& digest,
+                        DownloadSpec spec) {
+  const std::string partial = download_dir_ + "/" + key + ".partial";
+  const std::string status = "pulling " + key.substr(0, 12);
+  report(PullStage::kDownload, status, digest, out.size, 0, out.repo_path);
+  spec.partial_path = partial;
+  SYN_ASSIGN_OR_RETURN(out.sha256, download_verified(
+                                       spec,
+                                       [&](uint64_t done, uint64_t total) {
+                                         report(PullStage::kDownload, status, digest, total, done,
+                                                out.repo_path);
+                                       },
+                                       cancelled_));
+  out.path = download_dir_ + "/" + key + ".gguf";
+  std::error_code error;
+  fs::rename(partial, out.path, error);
+  if (error) {
+    return Status(ErrorCode::kIoError, "cannot rename the download: " + error.message(),
+                  ErrorWhere{.path = partial});
+  }
+  out.owned = true;
+  return ok_status();
 }
 
 Result<Fetched> Puller::fetch_online(const std::string& repo_path, const HubFile* listed,
@@ -82,10 +118,29 @@ Result<Fetched> Puller::fetch_online(const std::string& repo_path, const HubFile
     }
     out.sha256 = listed->lfs_sha256;
   }
+  DownloadSpec spec{meta.location, config_.token, {}, out.size, out.sha256, {}, what};
   if (out.sha256.empty()) {
-    return Status(ErrorCode::kUnsupported,
-                  "the hub gives no SHA-256 for " + what +
-                      " (not an LFS file), so it cannot be verified; nothing was stored");
+    // Not an LFS file: git's blob id is the only check the hub offers. The model info's blobId
+    // names the content only for such a file (for an LFS file it names the pointer).
+    spec.git_blob_id = meta.git_blob_id;
+    if (listed && !listed->git_blob_id.empty()) {
+      if (!spec.git_blob_id.empty() && spec.git_blob_id != listed->git_blob_id) {
+        return Status(ErrorCode::kHubUnavailable, "the hub gives two git blob ids for " + what +
+                                                      " (" + spec.git_blob_id + ", " +
+                                                      listed->git_blob_id + ")");
+      }
+      spec.git_blob_id = listed->git_blob_id;
+    }
+    if (spec.git_blob_id.empty()) {
+      return Status(ErrorCode::kUnsupported,
+                    "the hub gives neither a SHA-256 nor a git blob id for " + what +
+                        ", so it cannot be verified; nothing was stored");
+    }
+    // Nothing on this machine is named by a git blob id: the file is fetched and hashed both
+    // ways, and the store then knows it by its SHA-256.
+    SYN_RETURN_IF_ERROR(download(out, "git-" + spec.git_blob_id, {}, std::move(spec)));
+    if (out.sha256 == stored_sha256_) already_stored_ = true;
+    return out;
   }
   const std::string digest = "sha256:" + out.sha256;
   if (out.sha256 == stored_sha256_) {
@@ -95,7 +150,7 @@ Result<Fetched> Puller::fetch_online(const std::string& repo_path, const HubFile
   // A complete copy in the Hugging Face cache (blobs are named by their SHA-256) saves the
   // download, once it hashes right.
   if (const auto cached = hf_cache_blob(config_, repo_, out.sha256, out.size)) {
-    SYN_ASSIGN_OR_RETURN(const bool good, verify_local(*cached, out.sha256));
+    SYN_ASSIGN_OR_RETURN(const bool good, verify_local(*cached, out.sha256, repo_path));
     if (good) {
       out.path = *cached;
       reused_cache_ = true;
@@ -107,30 +162,14 @@ Result<Fetched> Puller::fetch_online(const std::string& repo_path, const HubFile
   std::error_code exists_error;
   if (fs::is_regular_file(complete, exists_error) &&
       fs::file_size(complete, exists_error) == out.size && !exists_error) {
-    SYN_ASSIGN_OR_RETURN(const bool good, verify_local(complete, out.sha256));
+    SYN_ASSIGN_OR_RETURN(const bool good, verify_local(complete, out.sha256, repo_path));
     if (good) {
       out.path = complete;
       out.owned = true;
       return out;
     }
   }
-  const std::string partial = download_dir_ + "/" + out.sha256 + ".partial";
-  report("pulling " + out.sha256.substr(0, 12), digest, out.size, 0);
-  DownloadSpec spec{meta.location, config_.token, partial, out.size, out.sha256, what};
-  SYN_RETURN_IF_ERROR(download_verified(
-      spec,
-      [&](uint64_t done, uint64_t total) {
-        report("pulling " + out.sha256.substr(0, 12), digest, total, done);
-      },
-      cancelled_));
-  out.path = complete;
-  std::error_code error;
-  fs::rename(partial, out.path, error);
-  if (error) {
-    return Status(ErrorCode::kIoError, "cannot rename the download: " + error.message(),
-                  ErrorWhere{.path = partial});
-  }
-  out.owned = true;
+  SYN_RETURN_IF_ERROR(download(out, out.sha256, digest, std::move(spec)));
   return out;
 }
 
@@ -141,12 +180,13 @@ Result<PullResult> Puller::finish(PullResult result, std::vector<Fetched> fetche
   for (const Fetched& f : fetched) result.bytes += f.size;
   result.sha256 = fetched[0].sha256;
   if (fetched.size() > 1) {
-    report("joining " + std::to_string(fetched.size()) + " parts");
+    report(PullStage::kJoin, "joining " + std::to_string(fetched.size()) + " parts");
     std::vector<std::string> parts;
     for (const Fetched& f : fetched) parts.push_back(f.path);
     gguf = download_dir_ + "/" + fetched[0].sha256 + ".joined.gguf";
     SYN_RETURN_IF_ERROR(join_gguf_splits(parts, gguf, [&](uint64_t done, uint64_t total) {
-      report("joining " + std::to_string(parts.size()) + " parts", {}, total, done);
+      report(PullStage::kJoin, "joining " + std::to_string(parts.size()) + " parts", {}, total,
+             done);
     }));
     gguf_owned = true;
     SYN_ASSIGN_OR_RETURN(const Sha256Digest joined, sha256_file(gguf));
@@ -156,7 +196,8 @@ Result<PullResult> Puller::finish(PullResult result, std::vector<Fetched> fetche
   options.name = result.name;
   options.created_by = request_.created_by;
   options.progress = [&](std::string_view stage, uint64_t done, uint64_t total) {
-    report("importing (" + std::string(stage) + ")", "sha256:" + result.sha256, total, done);
+    report(PullStage::kImport, "importing (" + std::string(stage) + ")", "sha256:" + result.sha256,
+           total, done);
   };
   Result<ImportResult> imported = store_->import(gguf, options);
   // The store holds its own prepared copy: the downloads have served their purpose (a failed
@@ -170,7 +211,7 @@ Result<PullResult> Puller::finish(PullResult result, std::vector<Fetched> fetche
   }
   if (!imported.ok()) return imported.status();
   result.model = imported->model;
-  report("success");
+  report(PullStage::kSuccess, "success");
   return result;
 }
 
@@ -197,7 +238,7 @@ Result<PullResult> Puller::run_offline(const HubRef& ref) {
                       "copy of " +
                           ref.repo + "/" + file);
       }
-      SYN_ASSIGN_OR_RETURN(const bool good, verify_local(found->path, found->sha256));
+      SYN_ASSIGN_OR_RETURN(const bool good, verify_local(found->path, found->sha256, file));
       if (!good) {
         return Status(ErrorCode::kChecksumMismatch,
                       "the Hugging Face cache's copy of " + ref.repo + "/" + file +
@@ -226,7 +267,7 @@ Result<PullResult> Puller::run_offline(const HubRef& ref) {
     result.sha256 = stored->source_sha256;
     result.source = "store";
     result.model = *stored;
-    report("success");
+    report(PullStage::kSuccess, "success");
     return result;
   }
   return Status(ErrorCode::kHubOffline,
@@ -244,7 +285,7 @@ Result<PullResult> Puller::run() {
   SYN_RETURN_IF_ERROR(create_directories(download_dir_));
   if (config_.offline) return run_offline(ref);
 
-  report("pulling manifest");
+  report(PullStage::kManifest, "pulling manifest");
   SYN_ASSIGN_OR_RETURN(const ModelInfo info,
                        fetch_model_info(config_, ref.repo, request_.revision, cancelled_));
   std::vector<std::string> paths;
@@ -263,6 +304,14 @@ Result<PullResult> Puller::run() {
       stored_sha256_ = stored->source_sha256;
     }
   }
+  // Interrupted downloads of other pulls, a week old, go; this pull's own are resumed.
+  std::vector<std::string> keep;
+  for (const HubFile& f : info.files) {
+    if (std::find(choice.files.begin(), choice.files.end(), f.path) == choice.files.end()) continue;
+    if (!f.lfs_sha256.empty()) keep.push_back(f.lfs_sha256 + ".partial");
+    if (!f.git_blob_id.empty()) keep.push_back("git-" + f.git_blob_id + ".partial");
+  }
+  (void)remove_stale_partials(store_->directory(), kStalePartialAge, keep);  // best effort
   std::vector<Fetched> fetched;
   for (const std::string& file : choice.files) {
     SYN_RETURN_IF_ERROR(check_cancelled());
@@ -274,11 +323,15 @@ Result<PullResult> Puller::run() {
     fetched.push_back(std::move(f));
   }
   if (already_stored_) {
+    std::error_code ignored;
+    for (const Fetched& f : fetched) {
+      if (f.owned) fs::remove(f.path, ignored);  // a non-LFS file found the same once fetched
+    }
     SYN_ASSIGN_OR_RETURN(result.model, store_->find(result.name));
     result.sha256 = fetched[0].sha256;
     result.bytes = fetched[0].size;
     result.source = "store";
-    report("success");
+    report(PullStage::kSuccess, "success");
     return result;
   }
   result.source = reused_cache_ ? "huggingface-cache" : "download";
@@ -286,6 +339,38 @@ Result<PullResult> Puller::run() {
 }
 
 }  // namespace
+
+Result<std::vector<std::string>> remove_stale_partials(const std::string& store_directory,
+                                                       std::chrono::seconds max_age,
+                                                       const std::vector<std::string>& keep,
+                                                       bool dry_run) {
+  std::vector<std::string> removed;
+  const fs::path dir = fs::path(store_directory) / "downloads";
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return removed;
+  const auto oldest = fs::file_time_type::clock::now() - max_age;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const fs::path path = it->path();
+    const std::string name = path.filename().string();
+    std::error_code file_error;
+    if (!name.ends_with(".partial") || !it->is_regular_file(file_error)) continue;
+    if (std::find(keep.begin(), keep.end(), name) != keep.end()) continue;
+    const auto written = fs::last_write_time(path, file_error);
+    if (file_error || written > oldest) continue;
+    // A pull holding the file (download_verified's flock) is still working on it.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && (dry_run || ::unlink(path.c_str()) == 0)) {
+      removed.push_back(path.string());
+    }
+    ::close(fd);
+  }
+  if (error) {
+    return Status(ErrorCode::kIoError, "cannot list the downloads: " + error.message(),
+                  ErrorWhere{.path = dir.string()});
+  }
+  return removed;
+}
 
 Result<PullResult> pull_model(const PullRequest& request, const PullProgressFn& on_progress,
                               const std::function<bool()>& cancelled) {

@@ -9,8 +9,14 @@
 //
 // Progress events follow Ollama's /api/pull stream: a status text, and for byte-counted steps the
 // digest being worked on with total and completed bytes.
+//
+// A file the hub keeps in git rather than LFS has no SHA-256 there: it is verified by its git
+// blob id instead (the model info's `blobId`, the plain ETag of resolve). Partial downloads older
+// than a week are removed when a pull starts downloading (remove_stale_partials, which
+// `synapse models gc` calls too).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -33,12 +39,17 @@ struct PullRequest {
   std::string created_by = "synapse";
 };
 
+// What a progress event is about, for callers that do not want to read the status text.
+enum class PullStage { kManifest, kDownload, kVerify, kJoin, kImport, kSuccess };
+
 struct PullProgress {
   std::string status;  // "pulling manifest", "pulling <digest>", "verifying sha256 digest",
                        // "joining 3 parts", "importing", "success"
   std::string digest;  // "sha256:HEX" of the file being fetched or verified, else empty
   uint64_t total = 0;  // bytes, 0 when the step is not counted
   uint64_t completed = 0;
+  PullStage stage = PullStage::kManifest;
+  std::string file;  // the repository path downloaded or verified, else empty
 };
 using PullProgressFn = std::function<void(const PullProgress&)>;
 
@@ -56,5 +67,17 @@ struct PullResult {
 
 Result<PullResult> pull_model(const PullRequest& request, const PullProgressFn& on_progress,
                               const std::function<bool()>& cancelled);
+
+// How old an interrupted download may get before it is removed rather than resumed.
+inline constexpr std::chrono::hours kStalePartialAge{24 * 7};
+
+// Removes the partial downloads (*.partial) in the store's download directory last written more
+// than `max_age` ago, except those named in `keep` (file names, as a pull resumes them) and those
+// a running pull holds (its flock). Returns the paths removed (with `dry_run`, those it would
+// remove); a store without downloads has none.
+Result<std::vector<std::string>> remove_stale_partials(const std::string& store_directory,
+                                                       std::chrono::seconds max_age,
+                                                       const std::vector<std::string>& keep = {},
+                                                       bool dry_run = false);
 
 }  // namespace synapse::hub

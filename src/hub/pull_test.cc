@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "hub/fake_hub.h"
@@ -185,6 +186,81 @@ TEST_F(PullTest, UnauthorizedWithoutTheTokenAndPulledWithIt) {
   right.config->token = "hf_secret";
   const Result<PullResult> pulled = pull(right);
   ASSERT_TRUE(pulled.ok()) << pulled.status().to_string();
+}
+
+TEST_F(PullTest, ANonLfsFileIsVerifiedByItsGitBlobId) {
+  start_hub("", {{"model-Q4_K_M.gguf", q4_, /*lfs=*/false}});
+  const Result<PullResult> pulled = pull(request(kRepo));
+  ASSERT_TRUE(pulled.ok()) << pulled.status().to_string();
+  EXPECT_EQ(pulled->sha256, FakeHub::sha256_hex(q4_));
+  EXPECT_EQ(pulled->model.source_sha256, FakeHub::sha256_hex(q4_));
+  EXPECT_EQ(files_in_downloads(), 0u);
+  // Resolve answers with the bytes itself (no CDN): the HEAD, then the GET of the same URL.
+  const std::vector<std::string> requests = hub_->requests();
+  ASSERT_EQ(requests.size(), 3u) << ::testing::PrintToString(requests);
+  EXPECT_EQ(requests[2],
+            "GET /org/model-GGUF/resolve/" + std::string(kCommit) + "/model-Q4_K_M.gguf");
+  bool counted = false;
+  for (const PullProgress& e : events_) {
+    counted |= e.stage == PullStage::kDownload && e.file == "model-Q4_K_M.gguf" &&
+               e.total == q4_.size() && e.completed == q4_.size();
+  }
+  EXPECT_TRUE(counted);
+  // Pulled again: fetched (nothing names it by a blob id here) but found the same, not imported.
+  const Result<PullResult> again = pull(request(kRepo));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->source, "store");
+  EXPECT_EQ(files_in_downloads(), 0u);
+}
+
+TEST_F(PullTest, ANonLfsFileThatDoesNotMatchItsGitBlobIdStoresNothing) {
+  start_hub("", {{"model-Q4_K_M.gguf", q4_, /*lfs=*/false}});
+  hub_->corrupt_bodies(true);
+  const Result<PullResult> pulled = pull(request(kRepo));
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_EQ(pulled.status().code(), ErrorCode::kChecksumMismatch);
+  EXPECT_NE(pulled.status().message().find(FakeHub::git_blob_id(q4_)), std::string::npos)
+      << pulled.status().message();
+  EXPECT_EQ(stored_models(), 0u);
+  EXPECT_EQ(files_in_downloads(), 0u);
+}
+
+TEST_F(PullTest, StalePartialsOfOtherPullsGoTheOneThisPullResumesStays) {
+  fs::create_directories(dir_.file("store/downloads"));
+  const auto write = [&](const std::string& name, const std::string& bytes, bool old) {
+    const std::string path = dir_.file("store/downloads/" + name);
+    synapse::testing::write_file_bytes(path, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+    if (old) fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::days(8));
+    return path;
+  };
+  const std::string stale = write(std::string(64, 'a') + ".partial", "old", true);
+  const std::string recent = write(std::string(64, 'b') + ".partial", "new", false);
+  const std::string other = write("notes.txt", "not a download", true);
+  const std::string own =
+      write(FakeHub::sha256_hex(q4_) + ".partial", q4_.substr(0, 1000), /*old=*/true);
+
+  Result<std::vector<std::string>> would = remove_stale_partials(
+      dir_.file("store"), kStalePartialAge, {FakeHub::sha256_hex(q4_) + ".partial"}, true);
+  ASSERT_TRUE(would.ok()) << would.status().to_string();
+  EXPECT_EQ(*would, std::vector<std::string>{stale});
+  EXPECT_TRUE(fs::exists(stale)) << "a dry run removes nothing";
+
+  const Result<PullResult> pulled = pull(request(kRepo));
+  ASSERT_TRUE(pulled.ok()) << pulled.status().to_string();
+  EXPECT_EQ(hub_->cdn_ranges(), std::vector<std::string>{"bytes=1000-"})
+      << "the week-old partial of this very pull is resumed";
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_FALSE(fs::exists(own));  // completed and imported
+  EXPECT_TRUE(fs::exists(recent));
+  EXPECT_TRUE(fs::exists(other));
+  // Without a keep list (as `synapse models gc` calls it), any week-old partial goes.
+  write("c.partial", "x", true);
+  Result<std::vector<std::string>> removed =
+      remove_stale_partials(dir_.file("store"), kStalePartialAge);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(removed->size(), 1u);
+  EXPECT_TRUE(fs::exists(recent));
+  EXPECT_TRUE(remove_stale_partials(dir_.file("no-store"), kStalePartialAge)->empty());
 }
 
 // A Hugging Face cache holding the Q4_K_M file, as huggingface_hub lays it out.
