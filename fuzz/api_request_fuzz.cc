@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for request bodies of the HTTP API. The first input byte picks the endpoint
-// (completions, chat completions, tokenize, detokenize, embeddings, rerank), the rest is the
-// body. Every outcome must be a parsed request or an error with a request-error code whose
+// (completions, chat completions, tokenize, detokenize, embeddings, rerank, model pull), the rest
+// is the body. Every outcome must be a parsed request or an error with a request-error code whose
 // OpenAI error body serializes; a parsed chat request is also rendered through the Qwen2.5 template
 // (bounded, with tools), so arbitrary messages and tool-call arguments reach the template values.
 #include <cstddef>
@@ -13,6 +13,7 @@
 
 #include "api/api_error.h"
 #include "api/embeddings.h"
+#include "api/model_pull.h"
 #include "api/requests.h"
 #include "chat/chat_template.h"
 
@@ -48,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   api::RequestLimits limits;
   limits.max_body_bytes = 64 << 10;
-  switch (data[0] % 6) {
+  switch (data[0] % 7) {
     case 0:
       check(api::parse_completion_request(body, limits));
       break;
@@ -86,10 +87,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (r.ok() && (r->texts.empty() == r->tokens.empty())) std::abort();
       break;
     }
-    default: {
+    case 5: {
       auto r = api::parse_rerank_request(body, limits);
       check(r);
       if (r.ok() && (r->documents.empty() || r->top_n > r->documents.size())) std::abort();
+      break;
+    }
+    default: {
+      auto r = api::parse_model_pull_request(body, limits);
+      check(r);
+      // A model to pull is always named; the answer objects serialize whatever it holds.
+      if (r.ok() && r->model.empty()) std::abort();
+      if (r.ok() && (api::model_pull_progress({"downloading", r->file, r->model, 1, 1}).empty() ||
+                     api::model_pull_done({r->model, r->file, 0, "download"}).empty())) {
+        std::abort();
+      }
       break;
     }
   }

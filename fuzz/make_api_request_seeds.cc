@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus of api_request_fuzz: valid and near-valid bodies of each endpoint
-// (completions, chat, tokenize, detokenize, embeddings, rerank),
+// (completions, chat, tokenize, detokenize, embeddings, rerank, model pull),
 // each behind its selector byte.
 //   make_api_request_seeds DIR
 #include <cstdio>
@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
       {4, R"({"input": [1, 2, 3]})"},
       {5,
        R"({"model": "r", "query": "q", "documents": ["a", {"text": "b"}], "top_n": 1, "return_documents": false})"},
+      {6, R"({"model": "hf.co/org/m-GGUF:Q4_K_M", "stream": true})"},
+      {6, R"({"model": "org/m-GGUF", "file": "m-Q8_0.gguf", "stream": false})"},
   };
   int i = 0;
   for (const Seed& s : seeds) {

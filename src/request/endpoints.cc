@@ -22,6 +22,7 @@ constexpr auto kEndpoints = std::to_array<Endpoint>({
     {"POST", "/rerank", kRerank, kModel},  // llama-server's path
     {"POST", "/tokenize", kTokenize, kModel},
     {"POST", "/detokenize", kDetokenize, kModel},
+    {"POST", "/v1/models/pull", kPullModel, kModel},  // gated as /api/pull is
     {"POST", "/v1/jobs", kSubmitJob, kJobs},
     {"GET", "/v1/jobs", kListJobs, kJobs},
     {"GET", "/v1/jobs/{id}", kGetJob, kJobs},

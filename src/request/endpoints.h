@@ -26,6 +26,8 @@ enum class EndpointKind {
   kRerank,
   kTokenize,
   kDetokenize,
+  // The model store, as the server manages it.
+  kPullModel,
   // Durable jobs (/v1/jobs) and OpenAI's Batch API over them.
   kSubmitJob,
   kListJobs,

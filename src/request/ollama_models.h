@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Ollama's model management without HTTP: /api/pull (hub::pull_model, its progress events as
-// Ollama's NDJSON status objects), /api/delete and /api/copy over the model store, the model
-// directory kept in step (a pulled or copied model is servable at once).
+// Ollama's model management without HTTP: /api/pull (the pull pipeline of model_pull.h, its
+// progress events as Ollama's NDJSON status objects), /api/delete and /api/copy over the model
+// store, the model directory kept in step (a pulled or copied model is servable at once).
 #pragma once
 
 #include <functional>
@@ -9,14 +9,9 @@
 
 #include "base/status.h"
 #include "request/model_directory.h"
+#include "request/model_pull.h"
 
 namespace synapse::request {
-
-// What the model-management routes work on; the server has them only when it serves a store.
-struct ModelAdmin {
-  std::string store_directory;          // empty: default_store_directory()
-  ModelDirectory* directory = nullptr;  // not owned; the directory the server answers from
-};
 
 // Pulls `model` ("hf.co/ORG/REPO[:TAG]", ...) into the store and adds it to the directory.
 // Each progress object is passed to `emit` as one line without its newline ({"status"}, with

@@ -11,6 +11,7 @@
 #include "server/batch_routes.h"
 #include "server/http_reply.h"
 #include "server/job_routes.h"
+#include "server/model_admin_routes.h"
 #include "server/model_routes.h"
 #include "server/ollama_routes.h"
 
@@ -115,6 +116,7 @@ std::optional<http::Handler> route_for(const request::Endpoint& endpoint,
     case request::EndpointGroup::kModel:
       if (options.models == nullptr) return std::nullopt;
       if (auto handler = model_route(endpoint.kind, *options.models, limits)) return handler;
+      if (auto handler = model_admin_route(endpoint.kind, options.admin, limits)) return handler;
       return ollama_route(endpoint.kind, *options.models, options.admin, limits);
     case request::EndpointGroup::kJobs:
       if (options.jobs == nullptr || options.jobs->store == nullptr) return std::nullopt;
