@@ -395,18 +395,21 @@ std::string ollama_error(std::string_view message) {
 
 namespace {
 
+Json details_json(const OllamaDetails& d) {
+  return {{"parent_model", ""},
+          {"format", d.format},
+          {"family", d.family},
+          {"families", d.family.empty() ? Json(nullptr) : Json::array({d.family})},
+          {"parameter_size", d.parameter_size},
+          {"quantization_level", d.quantization_level}};
+}
+
 Json entry_json(const OllamaModelEntry& m, bool ps) {
-  Json details = {{"parent_model", ""},
-                  {"format", "gguf"},
-                  {"family", m.family},
-                  {"families", m.family.empty() ? Json(nullptr) : Json::array({m.family})},
-                  {"parameter_size", m.parameter_size},
-                  {"quantization_level", m.quantization_level}};
   Json j = {{"name", m.name}, {"model", m.name}};
   if (!ps) j["modified_at"] = format_time(m.modified_unix_s, 0);
   j["size"] = m.size_bytes;
   j["digest"] = m.digest;
-  j["details"] = std::move(details);
+  j["details"] = details_json(m.details);
   if (ps) {
     // Kept forever: Ollama writes a date far in the future.
     const int64_t expires = m.expires_unix_s.value_or(int64_t{253402300799});  // 9999-12-31
@@ -430,6 +433,31 @@ std::string ollama_tags(const std::vector<OllamaModelEntry>& models) {
 
 std::string ollama_ps(const std::vector<OllamaModelEntry>& models) {
   return list_json(models, true);
+}
+
+std::string ollama_show(const OllamaShow& show) {
+  Json out = {{"modelfile", show.modelfile},
+              {"parameters", show.parameters},
+              {"template", show.template_text},
+              {"details", details_json(show.details)},
+              {"model_info", show.model_info},
+              {"capabilities", show.capabilities},
+              {"modified_at", format_time(show.modified_unix_s, 0)}};
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string ollama_parameters(const std::vector<std::pair<std::string, std::string>>& values) {
+  constexpr size_t kNameWidth = 30;  // Ollama pads the names to this width
+  std::string out;
+  for (const auto& [name, value] : values) {
+    if (!out.empty()) out += '\n';
+    const std::string padded =
+        name + std::string(name.size() < kNameWidth ? kNameWidth - name.size() : 0, ' ') + ' ';
+    // A JSON string is the Go literal for the text a stop string holds (quotes, backslashes,
+    // control characters escaped; other characters as they are).
+    out += padded + Json(value).dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
+  return out;
 }
 
 }  // namespace synapse::api

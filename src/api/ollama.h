@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api/requests.h"
@@ -114,18 +115,41 @@ std::string ollama_reply(const OllamaReply& reply);
 // {"error": "message"}: Ollama's error body, in a response or as a stream's last line.
 std::string ollama_error(std::string_view message);
 
+// Ollama's `details` of a model, the same object in /api/tags, /api/ps and /api/show;
+// "families" is [family], or null without a family.
+struct OllamaDetails {
+  std::string format = "gguf";     // the container format
+  std::string family;              // general.architecture
+  std::string parameter_size;      // "494.03M", "7.2B"
+  std::string quantization_level;  // "Q4_K_M", "Q8_0", "F16"
+};
+
 // A model as /api/tags and /api/ps list it.
 struct OllamaModelEntry {
   std::string name;
   int64_t modified_unix_s = 0;
   uint64_t size_bytes = 0;
   std::string digest;  // hex, no "sha256:" prefix (as Ollama lists it)
-  std::string family;
-  std::string parameter_size;
-  std::string quantization_level;
+  OllamaDetails details;
   std::optional<int64_t> expires_unix_s;  // /api/ps; none: kept loaded (far future)
 };
 std::string ollama_tags(const std::vector<OllamaModelEntry>& models);
 std::string ollama_ps(const std::vector<OllamaModelEntry>& models);
+
+// What /api/show answers.
+struct OllamaShow {
+  std::string modelfile;
+  std::string parameters;     // "stop   \"<|im_end|>\"" lines, as ollama_parameters writes them
+  std::string template_text;  // the chat template (Jinja, not Go's text/template)
+  OllamaDetails details;
+  nlohmann::ordered_json model_info = nlohmann::ordered_json::object();
+  std::vector<std::string> capabilities;  // "completion", "tools", "embedding"
+  int64_t modified_unix_s = 0;
+};
+std::string ollama_show(const OllamaShow& show);
+
+// Ollama's `parameters` text: one "name<padding> value" line per value, the value quoted as a
+// Go string literal, so each stop string is a line of its own.
+std::string ollama_parameters(const std::vector<std::pair<std::string, std::string>>& values);
 
 }  // namespace synapse::api

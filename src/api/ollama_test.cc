@@ -204,6 +204,36 @@ TEST(OllamaResponses, TagsAndPs) {
   const Json ps = Json::parse(ollama_ps({e}));
   EXPECT_EQ(ps["models"][0]["size_vram"], 0);
   EXPECT_EQ(ps["models"][0]["expires_at"], "9999-12-31T23:59:59.000000000Z");
+  EXPECT_TRUE(ps["models"][0]["details"]["families"].is_null());  // no family: null, as Ollama
+}
+
+TEST(OllamaResponses, DetailsDigestAndShow) {
+  const OllamaDetails details{.format = "gguf",
+                              .family = "fam",
+                              .parameter_size = "494.03M",
+                              .quantization_level = "Q4_K_M"};
+  OllamaModelEntry e{.name = "m", .digest = "ab12", .details = details};
+  const Json entry = Json::parse(ollama_tags({e}))["models"][0];
+  EXPECT_EQ(entry["digest"], "ab12");
+  EXPECT_EQ(entry["details"], Json::parse(R"({"parent_model": "", "format": "gguf", "family": "fam",
+                            "families": ["fam"], "parameter_size": "494.03M",
+                            "quantization_level": "Q4_K_M"})"));
+  OllamaShow show{.parameters = ollama_parameters({{"stop", "<|im_end|>"}, {"stop", "a\"b"}}),
+                  .template_text = "{{ messages }}",
+                  .details = details,
+                  .capabilities = {"completion", "tools"},
+                  .modified_unix_s = 1700000000};
+  show.model_info["general.architecture"] = "fam";
+  const Json s = Json::parse(ollama_show(show));
+  EXPECT_EQ(s["details"], entry["details"]);
+  EXPECT_EQ(s["model_info"]["general.architecture"], "fam");
+  EXPECT_EQ(s["template"], "{{ messages }}");
+  EXPECT_EQ(s["capabilities"], Json::array({"completion", "tools"}));
+  EXPECT_EQ(s["modified_at"], "2023-11-14T22:13:20.000000000Z");
+  // Ollama's layout: the name padded to 30 columns, the value a quoted literal, one per line.
+  EXPECT_EQ(s["parameters"], std::string("stop") + std::string(27, ' ') + "\"<|im_end|>\"\n" +
+                                 "stop" + std::string(27, ' ') + "\"a\\\"b\"");
+  EXPECT_EQ(ollama_parameters({}), "");
 }
 
 }  // namespace

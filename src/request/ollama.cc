@@ -5,6 +5,7 @@
 
 #include "api/api_error.h"
 #include "request/embeddings.h"
+#include "request/model_details.h"
 
 namespace synapse::request {
 namespace {
@@ -62,14 +63,17 @@ void default_budget(const ServedModel& m, api::SamplingParams& s) {
   if (!s.max_tokens) s.max_tokens = std::max<int64_t>(1, m.service->n_ctx());
 }
 
-const ClassChoice kInteractive = [](const std::string&) -> Result<serve::RequestClass> {
-  return serve::RequestClass::kInteractive;
-};
+// Ollama's bodies have no "priority": the class is the one the route chose.
+ClassChoice fixed_class(serve::RequestClass request_class) {
+  return
+      [request_class](const std::string&) -> Result<serve::RequestClass> { return request_class; };
+}
 
 }  // namespace
 
 Result<OllamaCall> prepare_ollama_generate(const ModelDirectory& models,
-                                           api::OllamaGenerateRequest r) {
+                                           api::OllamaGenerateRequest r,
+                                           serve::RequestClass request_class) {
   ModelHandle model;
   SYN_ASSIGN_OR_RETURN(OllamaCall c, start(models, r.common, false, r.prompt.empty(), model));
   if (!model) return c;
@@ -82,7 +86,8 @@ Result<OllamaCall> prepare_ollama_generate(const ModelDirectory& models,
     body.prompt_text = std::move(r.prompt);
     body.sampling = std::move(r.common.sampling);
     body.format = std::move(r.common.format);
-    SYN_ASSIGN_OR_RETURN(c.call, prepare_completion_call(model, std::move(body), kInteractive));
+    SYN_ASSIGN_OR_RETURN(
+        c.call, prepare_completion_call(model, std::move(body), fixed_class(request_class)));
     return c;
   }
   api::ChatCompletionRequest body;
@@ -92,11 +97,13 @@ Result<OllamaCall> prepare_ollama_generate(const ModelDirectory& models,
   body.sampling = std::move(r.common.sampling);
   body.format = std::move(r.common.format);
   body.tool_choice.kind = api::ToolChoice::Kind::kNone;
-  SYN_ASSIGN_OR_RETURN(c.call, prepare_chat_call(model, std::move(body), kInteractive));
+  SYN_ASSIGN_OR_RETURN(c.call,
+                       prepare_chat_call(model, std::move(body), fixed_class(request_class)));
   return c;
 }
 
-Result<OllamaCall> prepare_ollama_chat(const ModelDirectory& models, api::OllamaChatRequest r) {
+Result<OllamaCall> prepare_ollama_chat(const ModelDirectory& models, api::OllamaChatRequest r,
+                                       serve::RequestClass request_class) {
   ModelHandle model;
   SYN_ASSIGN_OR_RETURN(OllamaCall c, start(models, r.common, true, r.messages.empty(), model));
   if (!model) return c;
@@ -109,7 +116,8 @@ Result<OllamaCall> prepare_ollama_chat(const ModelDirectory& models, api::Ollama
   body.tool_choice.kind = has_tools ? api::ToolChoice::Kind::kAuto : api::ToolChoice::Kind::kNone;
   body.sampling = std::move(r.common.sampling);
   body.format = std::move(r.common.format);
-  SYN_ASSIGN_OR_RETURN(c.call, prepare_chat_call(model, std::move(body), kInteractive));
+  SYN_ASSIGN_OR_RETURN(c.call,
+                       prepare_chat_call(model, std::move(body), fixed_class(request_class)));
   return c;
 }
 
@@ -190,6 +198,7 @@ void OllamaStream::abandon() {
 }
 
 Result<std::string> run_ollama_embed(const ModelDirectory& models, const api::OllamaEmbedRequest& r,
+                                     serve::RequestClass request_class,
                                      const std::function<bool()>& cancelled) {
   const auto start = SteadyClock::now();
   SYN_ASSIGN_OR_RETURN(const std::optional<KeepAlive> keep_alive, keep_alive_of(r.keep_alive));
@@ -202,9 +211,8 @@ Result<std::string> run_ollama_embed(const ModelDirectory& models, const api::Ol
     body.model = r.model;
     body.texts = r.inputs;
     body.truncate = r.truncate;
-    SYN_ASSIGN_OR_RETURN(
-        const std::string openai,
-        run_embeddings(models, body, serve::RequestClass::kInteractive, cancelled));
+    SYN_ASSIGN_OR_RETURN(const std::string openai,
+                         run_embeddings(models, body, request_class, cancelled));
     // Our own output, in OpenAI's shape: data[i].embedding, usage.prompt_tokens.
     const Json parsed = Json::parse(openai);
     for (const Json& item : parsed.at("data")) embeddings.push_back(item.at("embedding"));
@@ -224,13 +232,38 @@ Result<std::string> run_ollama_embed(const ModelDirectory& models, const api::Ol
 
 namespace {
 
+// The details of a listed model's file (none for a model given loaded, or a file that cannot
+// be read: the listing still answers, with the details empty).
+std::shared_ptr<const ModelDetails> details_of(const ModelListing& m) {
+  if (m.path.empty()) return nullptr;
+  Result<std::shared_ptr<const ModelDetails>> d = read_model_details(m.path);
+  return d.ok() ? *d : nullptr;
+}
+
+api::OllamaDetails ollama_details(const ModelDetails* d) {
+  api::OllamaDetails out;
+  if (d == nullptr) return out;
+  out.format = d->format;
+  out.family = d->family;
+  out.parameter_size = d->parameter_size;
+  out.quantization_level = d->quantization_level;
+  return out;
+}
+
 api::OllamaModelEntry entry_of(const ModelListing& m) {
   api::OllamaModelEntry e;
   e.name = m.name;
   e.modified_unix_s = m.created;
   e.size_bytes = m.bytes;
+  e.digest = m.digest;
+  e.details = ollama_details(details_of(m).get());
   e.expires_unix_s = m.expires_at;
   return e;
+}
+
+// A template "handles tools" when it reads the `tools` variable it is rendered with.
+bool template_takes_tools(const chat::ChatTemplate& t) {
+  return t.source().find("tools") != std::string::npos;
 }
 
 }  // namespace
@@ -241,8 +274,9 @@ std::string ollama_tags(const ModelDirectory& models) {
   for (const ModelListing& m : models.list()) {
     entries.push_back(entry_of(m));
     for (const std::string& alias : m.aliases) {
-      entries.push_back(entry_of(m));
-      entries.back().name = alias;
+      api::OllamaModelEntry copy = entries.back();
+      copy.name = alias;
+      entries.push_back(std::move(copy));
     }
   }
   return api::ollama_tags(entries);
@@ -259,31 +293,43 @@ std::string ollama_ps(const ModelDirectory& models) {
 Result<std::string> ollama_show(const ModelDirectory& models, const std::string& name) {
   SYN_ASSIGN_OR_RETURN(const ModelHandle model, models.find(name));
   const ServedModel& m = *model;
-  const bool generates = m.service != nullptr && m.service->generates();
-  Json capabilities = Json::array();
-  capabilities.push_back(generates ? "completion" : "embedding");
-  if (generates && m.chat_template) capabilities.push_back("tools");
-  const uint32_t n_ctx = m.service != nullptr ? m.service->n_ctx() : 0;
-  std::string modelfile = "# Modelfile generated by Synapse\nFROM " + m.id + "\n";
-  Json out = {
-      {"modelfile", modelfile},
-      {"parameters", ""},
-      {"template", m.chat_template ? m.chat_template->source() : std::string()},
-      {"details",
-       {{"parent_model", ""},
-        {"format", "gguf"},
-        {"family", ""},
-        {"families", nullptr},
-        {"parameter_size", ""},
-        {"quantization_level", ""}}},
-      // Synapse serves a model at a fixed context: reported under "synapse.", not an
-      // architecture's key it does not know here.
-      {"model_info",
-       {{"synapse.context_length", n_ctx},
-        {"tokenizer.vocab_size", m.tokenizer != nullptr ? m.tokenizer->vocab().size() : 0}}},
-      {"capabilities", std::move(capabilities)},
-      {"modified_at", api::ollama_time(m.created * 1'000'000'000)}};
-  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+  // The directory lists a model under its served id; its file and kind come from there.
+  std::optional<ModelListing> listing;
+  for (ModelListing& l : models.list()) {
+    if (l.name == m.id) listing = std::move(l);
+  }
+  const std::shared_ptr<const ModelDetails> details =
+      listing ? details_of(*listing) : std::shared_ptr<const ModelDetails>();
+  const bool generates = listing ? listing->kind == ServedKind::kGeneration
+                                 : m.service != nullptr && m.service->generates();
+
+  api::OllamaShow show;
+  show.details = ollama_details(details.get());
+  if (details) show.model_info = details->model_info;
+  // Synapse serves a model at the context it was loaded with, which may differ from the
+  // file's <arch>.context_length: reported under its own key.
+  if (m.service != nullptr) show.model_info["synapse.context_length"] = m.service->n_ctx();
+  if (m.chat_template) show.template_text = m.chat_template->source();
+  std::vector<std::pair<std::string, std::string>> parameters;
+  if (generates) {
+    show.capabilities.push_back("completion");
+    if (m.chat_template && template_takes_tools(*m.chat_template)) {
+      show.capabilities.push_back("tools");
+    }
+    if (details) {
+      for (const std::string& stop : details->stop) parameters.emplace_back("stop", stop);
+    }
+  } else {
+    show.capabilities.push_back("embedding");  // a reranker too: Ollama has no word for it
+  }
+  show.parameters = api::ollama_parameters(parameters);
+  // Not a Modelfile Ollama could build from: our template is Jinja, so it is not repeated here.
+  show.modelfile = "# Modelfile generated by Synapse\nFROM " +
+                   (listing && !listing->path.empty() ? listing->path : m.id) + "\n";
+  for (const auto& [key, value] : parameters)
+    show.modelfile += "PARAMETER " + key + " " + value + "\n";
+  show.modified_unix_s = listing && listing->created != 0 ? listing->created : m.created;
+  return api::ollama_show(show);
 }
 
 int ollama_http_status(const Status& s) {

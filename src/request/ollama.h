@@ -33,12 +33,15 @@ struct OllamaCall {
   int64_t load_ns = 0;  // spent finding (loading) the model
 };
 
+// `request_class`: the scheduling class (the routes take it from the X-Synapse-Class header,
+// as the OpenAI routes do; Ollama's bodies have no field for it).
 // Errors: the model directory's (model_not_found, unavailable, ...), the generation path's
 // (no_chat_template, context_length_exceeded, invalid_value ...), invalid_value for keep_alive.
 Result<OllamaCall> prepare_ollama_generate(const ModelDirectory& models,
-                                           api::OllamaGenerateRequest request);
-Result<OllamaCall> prepare_ollama_chat(const ModelDirectory& models,
-                                       api::OllamaChatRequest request);
+                                           api::OllamaGenerateRequest request,
+                                           serve::RequestClass request_class);
+Result<OllamaCall> prepare_ollama_chat(const ModelDirectory& models, api::OllamaChatRequest request,
+                                       serve::RequestClass request_class);
 
 // The objects of a submitted generate or chat request, one engine event at a time. Streaming:
 // one NDJSON line per piece of text, then the final line with the counts (or {"error"}).
@@ -67,15 +70,19 @@ class OllamaStream {
   Status failure_;
 };
 
-// /api/embed (or /api/embeddings when request.legacy) run on the model's service in the
-// interactive class; an empty input only loads the model.
+// /api/embed (or /api/embeddings when request.legacy) run on the model's service in
+// `request_class`; an empty input only loads the model.
 Result<std::string> run_ollama_embed(const ModelDirectory& models,
                                      const api::OllamaEmbedRequest& request,
+                                     serve::RequestClass request_class,
                                      const std::function<bool()>& cancelled = {});
 
+// Every model (every name of it), loaded or not, and the loaded ones, each with its store
+// digest and the `details` read from its file's metadata (model_details.h; no weights loaded).
 std::string ollama_tags(const ModelDirectory& models);
 std::string ollama_ps(const ModelDirectory& models);
-// /api/show: what Synapse knows of the model (loading it): its template, context, kind.
+// /api/show, loading the model: the details and model_info of its file, the chat template it
+// is served with, its stop strings as `parameters`, and what it can do (`capabilities`).
 Result<std::string> ollama_show(const ModelDirectory& models, const std::string& name);
 
 // Ollama's HTTP status for a failure (404 for an unknown model, 400 for a bad request, 500 for

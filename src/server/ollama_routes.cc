@@ -2,6 +2,8 @@
 #include "server/ollama_routes.h"
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "api/ollama.h"
 #include "request/ollama.h"
@@ -24,6 +26,14 @@ void send_ollama_error(http::Response& res, const Status& s, std::string_view mo
   res.status = request::ollama_http_status(s);
   if (res.status == 429 || res.status == 503) res.set_header("Retry-After", "1");
   res.set_content(request::ollama_error_body(s, model), std::string(kJson));
+}
+
+// The scheduling class the X-Synapse-Class header names (interactive without it), checked as
+// the OpenAI routes check it: Ollama's bodies have no "priority".
+Result<serve::RequestClass> request_class(const http::Request& req) {
+  const std::string header(request::kClassHeader);
+  return request::choose_request_class(
+      "", req.has_header(header) ? std::optional(req.header(header)) : std::nullopt);
 }
 
 // Generate and chat: submitted, then streamed as NDJSON or collected into one object.
@@ -57,8 +67,10 @@ void generate(const request::ModelDirectory& models, const api::RequestLimits& l
               const http::Request& req, http::Response& res) {
   Result<api::OllamaGenerateRequest> body = api::parse_ollama_generate(req.body, limits);
   if (!body.ok()) return send_ollama_error(res, body.status());
+  Result<serve::RequestClass> c = request_class(req);
+  if (!c.ok()) return send_ollama_error(res, c.status());
   const std::string model = body->common.model;
-  Result<request::OllamaCall> call = request::prepare_ollama_generate(models, std::move(*body));
+  Result<request::OllamaCall> call = request::prepare_ollama_generate(models, std::move(*body), *c);
   if (!call.ok()) return send_ollama_error(res, call.status(), model);
   run_generation(std::move(call), req, res);
 }
@@ -67,8 +79,10 @@ void chat(const request::ModelDirectory& models, const api::RequestLimits& limit
           const http::Request& req, http::Response& res) {
   Result<api::OllamaChatRequest> body = api::parse_ollama_chat(req.body, limits);
   if (!body.ok()) return send_ollama_error(res, body.status());
+  Result<serve::RequestClass> c = request_class(req);
+  if (!c.ok()) return send_ollama_error(res, c.status());
   const std::string model = body->common.model;
-  Result<request::OllamaCall> call = request::prepare_ollama_chat(models, std::move(*body));
+  Result<request::OllamaCall> call = request::prepare_ollama_chat(models, std::move(*body), *c);
   if (!call.ok()) return send_ollama_error(res, call.status(), model);
   run_generation(std::move(call), req, res);
 }
@@ -77,8 +91,10 @@ void embed(bool legacy, const request::ModelDirectory& models, const api::Reques
            const http::Request& req, http::Response& res) {
   Result<api::OllamaEmbedRequest> body = api::parse_ollama_embed(req.body, legacy, limits);
   if (!body.ok()) return send_ollama_error(res, body.status());
+  Result<serve::RequestClass> c = request_class(req);
+  if (!c.ok()) return send_ollama_error(res, c.status());
   Result<std::string> out =
-      request::run_ollama_embed(models, *body, [&req] { return req.client_gone(); });
+      request::run_ollama_embed(models, *body, *c, [&req] { return req.client_gone(); });
   if (!out.ok()) return send_ollama_error(res, out.status(), body->model);
   res.set_content(std::move(*out), std::string(kJson));
 }
