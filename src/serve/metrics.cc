@@ -135,6 +135,11 @@ void ServiceMetrics::count_preemption() {
   ++preemptions_;
 }
 
+void ServiceMetrics::add_compute_wait(double seconds) {
+  std::lock_guard lock(mu_);
+  compute_wait_s_ += seconds;
+}
+
 std::string ServiceMetrics::render_prometheus() const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -167,6 +172,9 @@ std::string ServiceMetrics::render_prometheus() const {
   header(out, "synapse_preemptions_total", "counter",
          "Requests that yielded their slot to a higher class after a quantum.");
   sample(out, "synapse_preemptions_total", "", static_cast<double>(preemptions_));
+  header(out, "synapse_compute_wait_seconds_total", "counter",
+         "Time engine steps waited for the cores while other models' steps ran.");
+  sample(out, "synapse_compute_wait_seconds_total", "", compute_wait_s_);
   header(out, "synapse_kv_pages_in_use", "gauge", "KV cache pages held by sequences.");
   sample(out, "synapse_kv_pages_in_use", "", static_cast<double>(kv_pages_in_use_));
   header(out, "synapse_kv_pages_total", "gauge", "KV cache pages the pool may hold.");

@@ -111,6 +111,7 @@ struct Service::LoopState {
   std::vector<SeqId> evicted;
   uint64_t step = 0;
   uint64_t lru_clock = 0;
+  ComputeGate::Grant grant;  // held from step to step while this loop has work
 };
 
 Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, ServiceConfig config)
@@ -135,11 +136,17 @@ Service::Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, Ser
           ? config_.max_kv_pages
           : (scheduler_.config().max_active + 2) * pages_for(limits_.n_ctx, config_.page_tokens);
   state_ = std::make_unique<LoopState>(model, engine_config, config_.max_cached_sequences);
+  const KvCacheStats kv = state_->engine.cache().stats();
+  kv_capacity_bytes_ = static_cast<uint64_t>(kv.max_pages) * kv.page_bytes;
+  if (config_.compute_gate) gate_member_ = config_.compute_gate->join();
   publish_stats();
   thread_ = std::thread([this] { loop(); });
 }
 
-Service::~Service() { shutdown(std::chrono::milliseconds(0)); }
+Service::~Service() {
+  shutdown(std::chrono::milliseconds(0));
+  if (config_.compute_gate) config_.compute_gate->leave(gate_member_);
+}
 
 Result<std::shared_ptr<RequestHandle>> Service::submit(GenerationRequest request) {
   const RequestClass c = request.request_class;
@@ -289,8 +296,12 @@ void Service::loop() {
       job.running = true;
       if (!job.has_sequence) start_job(job);
     }
-    if (!run_step()) wakeup_->wait_until(Clock::now() + config_.idle_poll);
+    if (!run_step()) {
+      s.grant.release();  // idle: the other models' loops take the cores
+      wakeup_->wait_until(Clock::now() + config_.idle_poll);
+    }
   }
+  s.grant.release();
   // Drop the prefix cache; the engine goes with the service.
   while (std::optional<SeqId> seq = s.cache.evict_lru()) (void)s.engine.release(*seq);
   publish_stats();
@@ -434,6 +445,16 @@ bool Service::run_step() {
   }
   if (s.inputs.empty()) return false;
   make_room(pages_needed);
+  // Other models' loops share the cores: this step runs when the gate gives them to it, in the
+  // most urgent class among its rows.
+  if (config_.compute_gate) {
+    RequestClass urgent = RequestClass::kBackground;
+    for (const LoopState::Slot& slot : s.slots) {
+      urgent = std::min(urgent, slot.job->request.request_class);
+    }
+    config_.compute_gate->take_turn(s.grant, gate_member_, urgent);
+    metrics_.add_compute_wait(s.grant.waited_s());
+  }
 
   const Clock::time_point started = Clock::now();
   // Constrained requests that sample this step: their masks depend only on the text so far, so

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "model/decoder.h"
+#include "serve/compute_gate.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
 #include "serve/request_handle.h"
@@ -65,6 +66,9 @@ struct ServiceConfig {
   static constexpr size_t kMaxForcedPerStep = 64;
   // The clock deadlines are checked against (tests pass a fake one). Timings use steady_clock.
   std::function<Clock::time_point()> clock;
+  // Shared by the services of one server's models, so that their steps take the cores in turn
+  // by class and fair share (compute_gate.h); null: this service has the cores alone.
+  std::shared_ptr<ComputeGate> compute_gate;
   std::chrono::milliseconds idle_poll{50};  // how often an idle loop looks at deadlines
 };
 
@@ -115,6 +119,8 @@ class Service {
   bool generates() const { return !limits_.bidirectional; }
   bool bidirectional() const { return limits_.bidirectional; }
   bool can_rerank() const { return limits_.can_rerank; }
+  // Bytes the KV cache may grow to (its page limit): with the weights, what the model may hold.
+  uint64_t kv_capacity_bytes() const { return kv_capacity_bytes_; }
 
  private:
   struct Job;
@@ -173,6 +179,8 @@ class Service {
 
   std::mutex shutdown_mu_;
   std::thread thread_;
+  GateMember gate_member_ = 0;
+  uint64_t kv_capacity_bytes_ = 0;
 };
 
 }  // namespace synapse::serve

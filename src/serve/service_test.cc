@@ -403,6 +403,75 @@ TEST_F(ServiceTest, BackgroundYieldsAfterItsQuantum) {
   EXPECT_NE(service->render_prometheus().find("synapse_preemptions_total 1"), std::string::npos);
 }
 
+// Two models' services on one gate (as `synapse serve` runs several models): an interactive
+// request on one runs ahead of the other's background work, which gets about 1/16 of the steps
+// while both have work (the class weights), instead of every other step as without the gate.
+TEST_F(ServiceTest, ClassesHoldAcrossModelsSharingTheCores) {
+  // Steps long enough (a few ms) that the operating system's time slices do not decide which
+  // loop runs: a wider model than the suite's.
+  SynthOptions o;
+  o.arch = "qwen2";
+  o.n_embd = 384;
+  o.n_ff = 1536;
+  o.n_layer = 4;
+  o.n_head = 6;
+  o.n_head_kv = 2;
+  o.n_ctx = 512;
+  o.type_attention = TensorType::kQ8_0;
+  o.type_feed_forward = TensorType::kQ8_0;
+  const std::string wide = dir_->file("wide.gguf");
+  ASSERT_TRUE(synthesize_model(o, wide).ok());
+  auto gate = std::make_shared<ComputeGate>();
+  ServiceConfig config = small_service_config(2);
+  config.compute_gate = gate;
+  // Two models, each with its own pool, as `synapse serve` loads them.
+  struct Loaded {
+    std::unique_ptr<ThreadPool> pool = std::make_unique<ThreadPool>(2);
+    std::unique_ptr<CpuBackend> backend = std::make_unique<CpuBackend>(selected_kernels(), *pool);
+    std::unique_ptr<DecoderModel> model;
+    std::unique_ptr<Service> service;
+  };
+  std::array<Loaded, 2> loaded;
+  for (Loaded& l : loaded) {
+    auto model = DecoderModel::open(wide, *l.backend, serving_decoder_options());
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    l.model = std::move(*model);
+    l.service = std::make_unique<Service>(*l.model, *tokenizer_, config);
+  }
+  Service& busy = *loaded[0].service;
+  Service& other = *loaded[1].service;
+
+  auto background = submit(busy, greedy(prompt(0), 400, RequestClass::kBackground));
+  GenerationEvent e;
+  ASSERT_TRUE(background->next(e));
+  const GenerationRequest interactive = greedy(prompt(3), 48);
+  const uint64_t busy_before = busy.stats().steps;
+  const uint64_t other_before = other.stats().steps;
+  const Collected answer = collect(*submit(other, interactive));
+  const uint64_t busy_steps = busy.stats().steps - busy_before;
+  const uint64_t other_steps = other.stats().steps - other_before;
+  EXPECT_EQ(answer.final_event.finish_reason, FinishReason::kLength);
+  EXPECT_GE(other_steps, 48u);
+  // 16:1 by weight; a quarter leaves room for uneven step times and the turns around the
+  // request's arrival and end. Without the gate both loops step side by side: about one to one.
+  EXPECT_LE(busy_steps, other_steps / 4 + 2)
+      << "the background model ran " << busy_steps << " steps during the interactive model's "
+      << other_steps;
+  background->cancel();
+  const Collected rest = collect(*background);
+  EXPECT_EQ(rest.final_event.finish_reason, FinishReason::kCancelled)
+      << "the background request ended before the interactive one: nothing was measured";
+  EXPECT_NE(other.render_prometheus().find("synapse_compute_wait_seconds_total"),
+            std::string::npos);
+  // The gate changes when steps run, never what they compute.
+  loaded[0].service.reset();
+  auto alone_service =
+      std::make_unique<Service>(*loaded[0].model, *tokenizer_, small_service_config(1));
+  EXPECT_EQ(collect(*submit(*alone_service, interactive)).tokens, answer.tokens);
+  alone_service.reset();
+  loaded[1].service.reset();
+}
+
 TEST_F(ServiceTest, DeadlinesOnAFakeClock) {
   std::atomic<int64_t> fake_ms{0};
   ServiceConfig config;
