@@ -18,8 +18,9 @@ struct ServeInstance : request::ModelInstance {
   ~ServeInstance() override { service.reset(); }
 };
 
-Result<std::unique_ptr<request::ModelInstance>> load_instance(const ServeModelsOptions& o,
-                                                              const request::ModelSource& source) {
+Result<std::unique_ptr<request::ModelInstance>> load_instance(
+    const ServeModelsOptions& o, const request::ModelSource& source,
+    const std::shared_ptr<serve::ComputeGate>& gate) {
   RunOptions run = o.run;
   run.model = source.ref;
   auto instance = std::make_unique<ServeInstance>();
@@ -37,6 +38,7 @@ Result<std::unique_ptr<request::ModelInstance>> load_instance(const ServeModelsO
   config.scheduler.max_active = o.parallel;
   config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};
   config.eog_tokens = end_of_generation_tokens(model);
+  config.compute_gate = gate;
   instance->service = std::make_unique<serve::Service>(model, *instance->tokenizer, config);
   instance->served.service = instance->service.get();
   const serve::Service& service = *instance->service;
@@ -46,6 +48,7 @@ Result<std::unique_ptr<request::ModelInstance>> load_instance(const ServeModelsO
   std::error_code ec;
   instance->bytes = std::filesystem::file_size(instance->loaded.resolved.path, ec);
   if (ec) instance->bytes = source.bytes;
+  instance->bytes += service.kv_capacity_bytes();
   return std::unique_ptr<request::ModelInstance>(std::move(instance));
 }
 
@@ -156,8 +159,12 @@ Status setup_served_models(const ServeModelsOptions& o, request::ModelDirectory&
   options.max_memory_bytes = o.max_memory;
   options.max_loaded = o.max_loaded;
   SYN_ASSIGN_OR_RETURN(options.keep_alive, request::parse_keep_alive(o.keep_alive));
-  directory.set_loader([o](const request::ModelSource& source) { return load_instance(o, source); },
-                       options);
+  // One gate for every model this server loads: their steps take the cores in turn, by class
+  // and fair share, instead of all at once.
+  auto gate = std::make_shared<serve::ComputeGate>();
+  directory.set_loader(
+      [o, gate](const request::ModelSource& source) { return load_instance(o, source, gate); },
+      options);
   if (o.models.empty()) {
     SYN_ASSIGN_OR_RETURN(std::vector<request::ModelSource> sources, store_sources(o.run.store));
     if (sources.empty()) {

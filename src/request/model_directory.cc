@@ -255,6 +255,25 @@ struct ModelDirectory::State {
     }
   }
 
+  // Unloads idle models, least recently used first, while the loaded ones pass the budget (a
+  // model that turned out larger than its file once loaded).
+  void trim(std::vector<std::shared_ptr<ModelInstance>>& unloaded) {
+    for (;;) {
+      uint64_t used = 0;
+      Entry* victim = nullptr;
+      for (const EntryPtr& p : entries) {
+        Entry& other = *p;
+        if (!(other.loaded() || other.loading)) continue;
+        used += other.instance ? other.instance->bytes : other.source.bytes;
+        const bool idle = other.instance && other.requests == 0 && !other.loading;
+        if (idle && (victim == nullptr || other.last_used < victim->last_used)) victim = &other;
+      }
+      if (used <= options.max_memory_bytes || victim == nullptr) return;
+      unloaded.push_back(std::move(victim->instance));
+      victim->keep_alive.reset();
+    }
+  }
+
   // Unloads models idle past their keep-alive; runs until stopping.
   void reap() {
     std::unique_lock lock(mu);
@@ -358,8 +377,15 @@ Result<ModelHandle> ModelDirectory::find(std::string_view name,
   if (e->removed) return s.not_found(name);  // removed while it loaded: the load is dropped
   (*loaded)->served.created = source.created;
   e->source.kind = (*loaded)->kind;
+  // What the model holds once loaded (its KV cache's limit beside its weights) is what it
+  // needs from now on; idle models make room for the difference.
+  e->source.bytes = (*loaded)->bytes;
   e->instance = std::shared_ptr<ModelInstance>(std::move(*loaded));
-  return s.handle(state_, e);
+  ModelHandle handle = s.handle(state_, e);
+  s.trim(unloaded);
+  lock.unlock();
+  unloaded.clear();
+  return handle;
 }
 
 Status ModelDirectory::add_alias(std::string_view name, std::string alias) {

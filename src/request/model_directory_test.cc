@@ -21,6 +21,7 @@ using namespace std::chrono_literals;
 // Counts loads and unloads per model; an instance announces its end when destroyed.
 struct Ledger {
   std::mutex mu;
+  uint64_t kv_bytes = 0;  // what each loaded instance holds beyond its file (a KV cache)
   std::map<std::string, int> loads;
   std::map<std::string, int> unloads;
   std::chrono::milliseconds load_time{0};
@@ -48,7 +49,7 @@ ModelLoader fake_loader(const std::shared_ptr<Ledger>& ledger) {
     auto instance = std::make_unique<FakeInstance>();
     instance->ledger = ledger;
     instance->served.id = source.name;
-    instance->bytes = source.bytes;
+    instance->bytes = source.bytes + ledger->kv_bytes;
     instance->kind = source.kind;
     std::lock_guard lock(ledger->mu);
     ++ledger->loads[source.name];
@@ -180,6 +181,31 @@ TEST(ModelDirectory, KeepAliveUnloadsIdleModels) {
     std::this_thread::sleep_for(20ms);
   }
   EXPECT_FALSE(loaded(d, "kept"));
+}
+
+// Two files of 400 fit a budget of 1000; each holding 200 more once loaded (its KV cache),
+// they do not: loading the second unloads the idle first, and the sizes listed are the loaded
+// ones.
+TEST(ModelDirectory, WhatALoadedModelHoldsBeyondItsFileCounts) {
+  auto ledger = std::make_shared<Ledger>();
+  ledger->kv_bytes = 200;
+  ModelDirectory d;
+  d.set_loader(fake_loader(ledger), options(1000));
+  d.add_source(source("a", 400));
+  d.add_source(source("b", 400));
+  ASSERT_TRUE(d.find("a").ok());
+  for (const ModelListing& m : d.list()) {
+    if (m.name == "a") {
+      EXPECT_EQ(m.bytes, 600u);
+    }
+  }
+  ASSERT_TRUE(d.find("b").ok());
+  EXPECT_FALSE(loaded(d, "a"));
+  EXPECT_TRUE(loaded(d, "b"));
+  EXPECT_EQ(ledger->unloads_of("a"), 1);
+  // Known now to need 600, a comes back by unloading b first.
+  ASSERT_TRUE(d.find("a").ok());
+  EXPECT_EQ(ledger->unloads_of("b"), 1);
 }
 
 TEST(ModelDirectory, AModelLargerThanTheBudgetIsAClearError) {
