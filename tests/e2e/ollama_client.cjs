@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Drives `synapse serve` with the official Ollama client for JavaScript (npm package `ollama`),
-// a client no one here wrote: version, list, show, ps, generate and chat (whole and streamed,
-// JSON mode and a schema), embed, and the error of an unknown model. Prints one JSON line with
-// what it saw; exits non-zero on the first failed check.
+// a client no one here wrote: version, list and show (digest, details, model_info), ps,
+// generate and chat (whole and streamed, JSON mode and a schema), embed, and the error of an
+// unknown model. Prints one JSON line with what it saw; exits non-zero on the first failed check.
 //   NODE_PATH=<prefix>/node_modules SYNAPSE_URL=http://127.0.0.1:PORT SYNAPSE_KEY=... \
 //   SYNAPSE_MODEL=name node ollama_client.cjs
 'use strict';
@@ -25,12 +25,25 @@ async function main() {
   const names = list.models.map((m) => m.name);
   check(names.includes(model), 'list has ' + model + ': ' + JSON.stringify(names));
   check(typeof list.models[0].size === 'number', 'list size');
+  for (const m of list.models) {
+    check(typeof m.digest === 'string', 'list digest of ' + m.name);
+    check(typeof m.details.family === 'string' && m.details.family.length > 0,
+          'list details.family of ' + m.name + ': ' + JSON.stringify(m.details));
+    check(m.details.quantization_level.length > 0, 'list details.quantization_level');
+  }
   seen.list = names;
 
   const show = await ollama.show({ model });
   check(typeof show.template === 'string' && show.template.length > 0, 'show.template');
   check(show.details.format === 'gguf', 'show.details.format');
+  check(typeof show.details.family === 'string' && show.details.family.length > 0,
+        'show.details.family');
+  check(show.details.families[0] === show.details.family, 'show.details.families');
+  check(show.details.parameter_size.length > 0, 'show.details.parameter_size');
+  check(show.model_info['general.architecture'] === show.details.family,
+        'show.model_info general.architecture');
   check(show.capabilities.includes('completion'), 'show.capabilities');
+  seen.details = show.details;
 
   const generated = await ollama.generate({ model, prompt: 'Once upon a time', options });
   check(typeof generated.response === 'string', 'generate.response');

@@ -113,6 +113,98 @@ TEST_F(OllamaTest, RootVersionAndLoadUnload) {
   EXPECT_EQ(Json::parse(r.body)["done_reason"], "unload") << r.body;
 }
 
+// /api/show and /api/tags read the served file's metadata: the synthesized model's architecture,
+// its quantization (general.file_type of a Q8_0 synth) and its scalar keys.
+TEST_F(OllamaTest, ShowAndTagsDescribeTheFile) {
+  auto r = post("/api/show", R"({"model": "tiny"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json show = Json::parse(r.body);
+  const Json& details = show["details"];
+  EXPECT_EQ(details["format"], "gguf");
+  EXPECT_EQ(details["family"], "qwen2") << details;  // synth_serving_model's architecture
+  EXPECT_EQ(details["families"], Json::array({"qwen2"}));
+  EXPECT_EQ(details["quantization_level"], "Q8_0");
+  EXPECT_FALSE(details["parameter_size"].get<std::string>().empty());
+  const Json& info = show["model_info"];
+  EXPECT_EQ(info["general.architecture"], "qwen2");
+  EXPECT_GT(info["general.parameter_count"].get<int64_t>(), 0);
+  EXPECT_GT(info["qwen2.embedding_length"].get<int64_t>(), 0);
+  EXPECT_GT(info["qwen2.block_count"].get<int64_t>(), 0);
+  EXPECT_EQ(info["synapse.context_length"], 2048);  // what it is served with
+  EXPECT_TRUE(info["tokenizer.ggml.tokens"].is_null());
+  EXPECT_EQ(show["capabilities"][0], "completion");
+  EXPECT_EQ(show["parameters"].get<std::string>().rfind("stop ", 0), 0u) << show["parameters"];
+  EXPECT_NE(show["template"].get<std::string>().find("<|im_start|>"), std::string::npos);
+
+  r = testing::http_request(server_->port(), "GET", "/api/tags", "", kKey);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json tags = Json::parse(r.body);
+  ASSERT_FALSE(tags["models"].empty());
+  for (const Json& m : tags["models"]) {
+    EXPECT_TRUE(m["digest"].is_string()) << m;
+    EXPECT_EQ(m["details"], details) << m;  // the same object as show's, without a load
+  }
+}
+
+// The sum of synapse_requests_total over the samples of `request_class` in /metrics.
+double requests_of_class(int port, const std::string& request_class) {
+  const auto r = testing::http_request(port, "GET", "/metrics", "", kKey);
+  EXPECT_EQ(r.status, 200) << r.body;
+  std::istringstream lines(r.body);
+  std::string line;
+  double total = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("synapse_requests_total{", 0) != 0) continue;
+    if (line.find("class=\"" + request_class + "\"") == std::string::npos) continue;
+    total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
+}
+
+// X-Synapse-Class schedules Ollama's requests in the class it names, as on the OpenAI routes:
+// the service counts them under that class.
+TEST_F(OllamaTest, ClassHeaderPicksTheSchedulingClass) {
+  const int port = server_->port();
+  const std::string batch = "X-Synapse-Class: batch\r\n";
+  const auto send = [&](const std::string& path, const std::string& body) {
+    return testing::http_request(port, "POST", path, body, kKey, batch);
+  };
+  ASSERT_EQ(requests_of_class(port, "batch"), 0);
+  auto r = send("/api/generate",
+                R"({"model": "tiny", "prompt": "Once", "stream": false,
+                    "options": {"num_predict": 2}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(requests_of_class(port, "batch"), 1);
+  r = send("/api/chat", R"({"model": "tiny", "stream": false, "options": {"num_predict": 2},
+                            "messages": [{"role": "user", "content": "Hi"}]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(requests_of_class(port, "batch"), 2);
+  r = send("/api/embed", R"({"model": "tiny", "input": ["a", "b"]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(requests_of_class(port, "batch"), 4);  // one prefill-only request per input
+  r = send("/api/embeddings", R"({"model": "tiny", "prompt": "a"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(requests_of_class(port, "batch"), 5);
+  const double interactive = requests_of_class(port, "interactive");
+  r = post("/api/generate", R"({"model": "tiny", "prompt": "Once", "stream": false,
+                                "options": {"num_predict": 2}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(requests_of_class(port, "interactive"), interactive + 1);  // no header: interactive
+  EXPECT_EQ(requests_of_class(port, "batch"), 5);
+
+  // A class that does not exist: refused before anything runs, in Ollama's error shape.
+  r = testing::http_request(port, "POST", "/api/chat",
+                            R"({"model": "tiny", "messages": [{"role": "user", "content": "x"}]})",
+                            kKey, "X-Synapse-Class: urgent\r\n");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(Json::parse(r.body)["error"].get<std::string>().find("X-Synapse-Class"),
+            std::string::npos)
+      << r.body;
+  r = testing::http_request(port, "POST", "/api/embed", R"({"model": "tiny", "input": "x"})", kKey,
+                            "X-Synapse-Class: urgent\r\n");
+  EXPECT_EQ(r.status, 400) << r.body;
+}
+
 // /api/pull from a fake hub (in this process), then the pulled model served at once; copy and
 // delete over the store. The server's store and hub come from the environment it inherits.
 TEST(OllamaPull, OllamaClientPullsCopiesAndDeletes) {
