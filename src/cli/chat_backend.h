@@ -27,11 +27,23 @@ struct ChatReply {
 
 using TextSink = std::function<void(std::string_view text)>;
 
+// What a backend knows of its model, for /show info; a fact it could not learn stays empty.
+struct ModelFacts {
+  std::string name;
+  std::string kind;  // "generation", "embedding", "rerank"
+  std::optional<bool> loaded;
+  std::optional<int64_t> context_tokens;  // the context it is served with
+  std::optional<bool> chat_template;
+};
+
 class ChatBackend {
  public:
   virtual ~ChatBackend() = default;
   // Where the model runs, for /show: the server's URL, or "in-process".
   virtual std::string where() const = 0;
+  // The served model `model` (as the chat body names it): from the server, /v1/models (kind,
+  // loaded) and /api/show (context length, template); in-process, the model directory.
+  virtual Result<ModelFacts> describe(const std::string& model) = 0;
   // Runs one /v1/chat/completions body (the backend asks for a stream); the answer's text goes
   // to `on_text` as it is generated. `stop` is polled while it runs: when it says true the
   // request is cancelled and kCancelled returned. Errors are the server's (its message).

@@ -96,6 +96,47 @@ class HttpChatBackend : public ChatBackend {
 
   std::string where() const override { return client_.url(); }
 
+  Result<ModelFacts> describe(const std::string& model) override {
+    ModelFacts facts;
+    facts.name = model;
+    SYN_ASSIGN_OR_RETURN(const ServerReply listed,
+                         client_.get("/v1/models", std::chrono::seconds(10)));
+    if (listed.status != 200) {
+      return Status(code_for_status(listed.status), ServerClient::error_message(listed));
+    }
+    const Json list = Json::parse(listed.body, nullptr, false);
+    if (list.is_object() && list.value("data", Json()).is_array()) {
+      for (const Json& m : list["data"]) {
+        if (!m.is_object() || !m.value("id", Json()).is_string()) continue;
+        const std::string id = m["id"].get<std::string>();
+        if (id != model && id != model + ":latest" && model != id + ":latest") continue;
+        facts.name = id;
+        if (m.value("kind", Json()).is_string()) facts.kind = m["kind"].get<std::string>();
+        if (m.value("loaded", Json()).is_boolean()) facts.loaded = m["loaded"].get<bool>();
+        break;
+      }
+    }
+    // /api/show knows the context and the template; a server without it leaves them unknown.
+    std::string shown;
+    const Result<int> status = client_.post_stream(
+        "/api/show", Json{{"model", facts.name}}.dump(),
+        [&](int, std::string_view bytes) {
+          if (shown.size() < (8u << 20)) shown.append(bytes);
+        },
+        [] { return false; });
+    const Json show = status.ok() && *status == 200 ? Json::parse(shown, nullptr, false) : Json();
+    if (show.is_object()) {
+      const Json info = show.value("model_info", Json::object());
+      if (info.is_object() && info.value("synapse.context_length", Json()).is_number_integer()) {
+        facts.context_tokens = info["synapse.context_length"].get<int64_t>();
+      }
+      if (show.value("template", Json()).is_string()) {
+        facts.chat_template = !show["template"].get<std::string>().empty();
+      }
+    }
+    return facts;
+  }
+
   Result<ChatReply> complete(Json body, const TextSink& on_text,
                              const std::function<bool()>& stop) override {
     body["stream"] = true;

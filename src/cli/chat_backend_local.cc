@@ -2,6 +2,7 @@
 // The in-process backend of `synapse run`: the model in a ModelDirectory of its own, each turn
 // prepared by the request layer exactly as the server prepares it (parsing, template,
 // tokenizing) and its engine events read straight from the RequestHandle.
+#include <algorithm>
 #include <string>
 
 #include "cli/chat_backend.h"
@@ -20,6 +21,24 @@ class LocalChatBackend : public ChatBackend {
   }
 
   std::string where() const override { return "in-process"; }
+
+  Result<ModelFacts> describe(const std::string& model) override {
+    for (const request::ModelListing& m : directory_.list()) {
+      if (m.name != model &&
+          std::find(m.aliases.begin(), m.aliases.end(), model) == m.aliases.end()) {
+        continue;
+      }
+      ModelFacts facts{.name = m.name,
+                       .kind = std::string(request::served_kind_name(m.kind)),
+                       .loaded = m.loaded};
+      if (m.n_ctx > 0) {
+        facts.context_tokens = m.n_ctx;
+        facts.chat_template = m.chat_template;
+      }
+      return facts;
+    }
+    return Status(ErrorCode::kModelNotFound, "no model '" + model + "' here");
+  }
 
   Result<ChatReply> complete(nlohmann::json body, const TextSink& on_text,
                              const std::function<bool()>& stop) override {

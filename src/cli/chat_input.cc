@@ -70,15 +70,21 @@ std::string LineReader::read_all() {
   return all;
 }
 
-InputEvent read_message(LineReader& reader, std::string& message,
-                        const std::function<void(bool continuation)>& prompt) {
+InputEvent LineReader::read_line(std::string_view prompt, std::string& line) {
+  if (prompt_out_ != nullptr) {
+    std::fwrite(prompt.data(), 1, prompt.size(), prompt_out_);
+    std::fflush(prompt_out_);
+  }
+  return read_line(line);
+}
+
+InputEvent read_message(LineSource& source, std::string& message) {
   message.clear();
   bool block = false;  // inside """ ... """
   bool continuation = false;
   std::string line;
   for (;;) {
-    prompt(continuation);
-    const InputEvent event = reader.read_line(line);
+    const InputEvent event = source.read_line(continuation ? kContinuationPrompt : kPrompt, line);
     if (event != InputEvent::kLine) return event;
     std::string_view text = line;
     if (!continuation && text.starts_with(kBlockQuote)) {

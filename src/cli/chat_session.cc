@@ -66,13 +66,19 @@ constexpr const char* kHelp =
     "  /set parameter NAME VALUE   Set a parameter: temperature, top_p, top_k, min_p, seed,\n"
     "                              num_predict, repeat_penalty, stop (one or more strings)\n"
     "  /set verbose | quiet        Show or hide token counts and speed after each answer\n"
-    "  /show [parameters|system]   Show the model, the parameters and the system message\n"
+    "  /show info                  Show the model: kind, context length, chat template\n"
+    "  /show parameters            Show the parameters set\n"
+    "  /show system                Show the system message\n"
     "  /clear                      Forget the conversation\n"
     "  /bye                        Exit (also Ctrl-D)\n"
     "  /?, /help                   This help\n"
     "\n"
     "Use \"\"\" to begin and end a message of several lines; a line ending in \\ continues.\n"
-    "Ctrl-C stops an answer.\n";
+    "Ctrl-C stops an answer.\n"
+    "\n"
+    "On a terminal: Left/Right, Home/End (Ctrl-A/Ctrl-E), Alt-B/Alt-F by words,\n"
+    "Backspace/Delete, Ctrl-U/Ctrl-K delete to the start/end, Ctrl-W the word before,\n"
+    "Ctrl-L clears the screen, Up/Down recall earlier lines, Ctrl-C clears the line.\n";
 
 }  // namespace
 
@@ -199,20 +205,46 @@ ChatSession::Action ChatSession::command(std::string_view line) {
 }
 
 void ChatSession::show(std::string_view what) const {
-  if (what.empty() || what == "info") {
-    std::fprintf(out_, "  model     %s\n  runs on   %s\n  turns     %zu\n", model_.c_str(),
-                 backend_.where().c_str(), turns());
+  if (what != "info" && what != "parameters" && what != "system" && !what.empty()) {
+    std::fprintf(err_, "Usage: /show [info|parameters|system]\n");
+    return;
   }
+  if (what.empty() || what == "info") show_info();
   if (what.empty() || what == "parameters") {
-    std::fprintf(out_, "  parameters %s\n",
-                 parameters_.empty() ? "(defaults)" : parameters_.dump().c_str());
+    std::fprintf(out_, "  parameters\n");
+    if (parameters_.empty()) std::fprintf(out_, "    (defaults)\n");
+    for (const auto& [field, value] : parameters_.items()) {
+      // Shown by the names /set parameter takes.
+      const std::string name = field == "max_tokens" ? "num_predict" : field;
+      std::fprintf(out_, "    %-16s%s\n", name.c_str(),
+                   value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
+    }
   }
   if (what.empty() || what == "system") {
-    std::fprintf(out_, "  system    %s\n", system_.empty() ? "(none)" : system_.c_str());
+    std::fprintf(out_, "  system\n    %s\n", system_.empty() ? "(none)" : system_.c_str());
   }
-  if (!what.empty() && what != "info" && what != "parameters" && what != "system") {
-    std::fprintf(err_, "Usage: /show [info|parameters|system]\n");
+}
+
+void ChatSession::show_info() const {
+  const auto row = [this](const char* name, const std::string& value) {
+    std::fprintf(out_, "    %-16s%s\n", name, value.c_str());
+  };
+  const auto yes_no = [](std::optional<bool> b) -> std::string {
+    return b ? (*b ? "yes" : "no") : "-";
+  };
+  const Result<ModelFacts> facts = backend_.describe(model_);
+  std::fprintf(out_, "  model\n");
+  row("name", facts.ok() ? facts->name : model_);
+  if (facts.ok()) {
+    row("kind", facts->kind.empty() ? "-" : facts->kind);
+    row("loaded", yes_no(facts->loaded));
+    row("context length", facts->context_tokens ? std::to_string(*facts->context_tokens) : "-");
+    row("chat template", yes_no(facts->chat_template));
   }
+  row("runs on", backend_.where());
+  row("turns", std::to_string(turns()));
+  if (!facts.ok())
+    std::fprintf(err_, "cannot describe the model: %s\n", facts.status().message().c_str());
 }
 
 void ChatSession::help() const { std::fputs(kHelp, out_); }

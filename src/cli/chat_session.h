@@ -47,6 +47,7 @@ class ChatSession {
 
  private:
   void show(std::string_view what) const;
+  void show_info() const;
   void help() const;
 
   std::string model_;

@@ -17,6 +17,14 @@ using Json = nlohmann::json;
 class FakeBackend : public ChatBackend {
  public:
   std::string where() const override { return "fake"; }
+  Result<ModelFacts> describe(const std::string& model) override {
+    if (model != "m") return Status(ErrorCode::kModelNotFound, "no " + model);
+    return ModelFacts{.name = "m:latest",
+                      .kind = "generation",
+                      .loaded = true,
+                      .context_tokens = 4096,
+                      .chat_template = false};
+  }
   Result<ChatReply> complete(Json body, const TextSink& on_text,
                              const std::function<bool()>& stop) override {
     bodies.push_back(body);
@@ -97,6 +105,32 @@ TEST_F(SessionFixture, BadCommandsSayWhyAndByeExits) {
   EXPECT_EQ(session.command("/set parameter"), ChatSession::Action::kContinue);
 }
 
+TEST_F(SessionFixture, ShowInfoParametersAndSystem) {
+  session.command("/set parameter temperature 0.5");
+  session.command("/set parameter num_predict 7");
+  session.command("/set parameter stop END");
+  session.command("/set system be brief");
+  ASSERT_TRUE(session.ask("one", [] { return false; }).ok());
+  std::fseek(out, 0, SEEK_END);
+  const long before = std::ftell(out);
+  session.command("/show info");
+  session.command("/show parameters");
+  session.command("/show system");
+  const std::string shown = text_of(out).substr(static_cast<size_t>(before));
+  for (const char* line :
+       {"    name            m:latest\n", "    kind            generation\n",
+        "    loaded          yes\n", "    context length  4096\n", "    chat template   no\n",
+        "    runs on         fake\n", "    turns           1\n", "    temperature     0.5\n",
+        "    num_predict     7\n", "    stop            [\"END\"]\n", "  system\n    be brief\n"}) {
+    EXPECT_NE(shown.find(line), std::string::npos) << line << " in:\n" << shown;
+  }
+  std::fseek(out, 0, SEEK_END);  // reading, then writing: a seek between (C's rule)
+  session.command("/show nonsense");
+  EXPECT_NE(text_of(err).find("Usage: /show [info|parameters|system]"), std::string::npos);
+  session.command("/?");
+  EXPECT_NE(text_of(out).find("/show info"), std::string::npos);
+}
+
 std::vector<std::string> messages_of(const std::string& input) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
@@ -105,7 +139,7 @@ std::vector<std::string> messages_of(const std::string& input) {
   LineReader reader(fds[0]);
   std::vector<std::string> out;
   std::string message;
-  while (read_message(reader, message, [](bool) {}) == InputEvent::kLine) out.push_back(message);
+  while (read_message(reader, message) == InputEvent::kLine) out.push_back(message);
   close(fds[0]);
   return out;
 }

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "cli/chat_session.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/line_editor.h"
 
 namespace synapse::cli {
 namespace {
@@ -94,19 +97,28 @@ Result<std::unique_ptr<ChatBackend>> open_backend(const Options& o) {
   return backend;
 }
 
-// The conversation on a terminal, until /bye, Ctrl-D or a second Ctrl-C at the prompt.
+// The history file of the line editor; none with $SYNAPSE_NO_HISTORY.
+std::string history_path() {
+  const char* off = std::getenv("SYNAPSE_NO_HISTORY");
+  return off != nullptr && *off != '\0' ? std::string() : default_history_path();
+}
+
+// The conversation on a terminal, until /bye, Ctrl-D or a second Ctrl-C at the prompt. With
+// stdout a terminal too, lines are edited (line_editor.h); else read as typed, with prompts.
 int converse(ChatSession& session) {
-  LineReader reader(STDIN_FILENO, g_wake[0]);
-  const auto prompt = [](bool continuation) {
-    std::fputs(continuation ? "... " : ">>> ", stdout);
-    std::fflush(stdout);
-  };
+  std::unique_ptr<LineSource> input;
+  if (stdio_is_terminal()) {
+    input = std::make_unique<TerminalLineSource>(STDIN_FILENO, STDOUT_FILENO, g_wake[0],
+                                                 history_path());
+  } else {
+    input = std::make_unique<LineReader>(STDIN_FILENO, g_wake[0], stdout);
+  }
   bool warned = false;
   std::string message;
   for (;;) {
     // What a stopped answer left in the pipe must not interrupt the next read.
     drain_interrupts();
-    const InputEvent event = read_message(reader, message, prompt);
+    const InputEvent event = read_message(*input, message);
     if (event == InputEvent::kEof) {
       std::fputc('\n', stdout);
       return kExitOk;
@@ -126,6 +138,8 @@ int converse(ChatSession& session) {
       if (session.command(message) == ChatSession::Action::kExit) return kExitOk;
       continue;
     }
+    // A SIGINT the editor took as Ctrl-C (clearing a line) must not stop this answer.
+    drain_interrupts();
     const Status s = session.ask(message, [] { return g_interrupts > 0; });
     if (!s.ok() && s.code() != ErrorCode::kCancelled) {
       std::fprintf(stderr, "error: %s\n", s.message().c_str());
