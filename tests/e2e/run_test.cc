@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -236,6 +237,103 @@ TEST_F(RunTest, CtrlCStopsTheAnswerThroughAServer) {
   interrupt(p);
   const testing::HttpReply metrics = testing::http_request(server->port(), "GET", "/metrics");
   EXPECT_NE(metrics.body.find("status=\"cancelled\"} 1"), std::string::npos) << metrics.body;
+}
+
+// The line editor on the terminal: a line corrected with Left and an insertion (across
+// multi-byte characters) is the line the session gets; Up recalls the previous line, also in the
+// next session through the history file; Ctrl-C clears a half-typed line and the session goes
+// on; Ctrl-W deletes a word; Ctrl-D on an empty line leaves.
+TEST_F(RunTest, LineEditingAndHistory) {
+  const std::string home = dir_->file("home-editing");
+  const std::vector<std::string> args = {"run", "--local", "--threads", "1", *model_};
+  const std::string system =
+      "hi x\xc3\xb6"
+      "1\xc3\xb6";  // what the corrected line sets
+  {
+    PtyProcess p(args, {"SYNAPSE_HOME=" + home});
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    // Typed "hi ö1ö", then three Lefts (three characters, five bytes) and an x.
+    p.send(
+        "/set system hi \xc3\xb6"
+        "1\xc3\xb6\x1b[D\x1b[D\x1b[Dx\r");
+    ASSERT_TRUE(p.expect("Set system message.")) << p.output();
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    p.send("/show system\r");
+    ASSERT_TRUE(p.expect("  system\r\n    " + system + "\r\n")) << p.output();
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    p.send("\x1b[A");  // Up: "/show system" again
+    ASSERT_TRUE(p.expect("/show system")) << p.output();
+    p.send("\r");
+    ASSERT_TRUE(p.expect("    " + system + "\r\n")) << p.output();
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    // Ctrl-C on a half-typed line clears it: the next line is the session's, alone.
+    p.send("/set system abandoned");
+    ASSERT_TRUE(p.expect("abandoned")) << p.output();
+    p.send("\x03");
+    ASSERT_TRUE(p.expect("^C\r\n>>> ")) << p.output();
+    // Ctrl-W deletes "junk", then "system" is typed in its place.
+    p.send("/show junk\x17system\r");
+    ASSERT_TRUE(p.expect("  system\r\n    " + system + "\r\n")) << p.output();
+    EXPECT_EQ(p.output().find("abandoned\r\n"), std::string::npos) << p.output();
+    EXPECT_EQ(p.output().find("Use Ctrl + d"), std::string::npos) << p.output();
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    p.send("\x04");
+    EXPECT_EQ(p.wait_exit(), 0) << p.output();
+  }
+  // The history file: each line once in a row, as typed after editing.
+  EXPECT_EQ(testing::read_file_text(home + "/history"),
+            "/set system " + system + "\n/show system\n");
+  {
+    // A new session recalls the last session's lines: two Ups give the /set line back.
+    PtyProcess p(args, {"SYNAPSE_HOME=" + home});
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    p.send("\x1b[A\x1b[A\r");
+    ASSERT_TRUE(p.expect("Set system message.")) << p.output();
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    p.send("/show system\r");
+    ASSERT_TRUE(p.expect("    " + system + "\r\n")) << p.output();
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    p.send("/bye\r");
+    EXPECT_EQ(p.wait_exit(), 0) << p.output();
+  }
+  // $SYNAPSE_NO_HISTORY: no file is read or written.
+  const std::string quiet_home = dir_->file("home-no-history");
+  {
+    PtyProcess p(args, {"SYNAPSE_HOME=" + quiet_home, "SYNAPSE_NO_HISTORY=1"});
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    p.send("/show system\r");
+    ASSERT_TRUE(p.expect("(none)")) << p.output();
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    p.send("\x04");
+    EXPECT_EQ(p.wait_exit(), 0) << p.output();
+  }
+  EXPECT_FALSE(std::filesystem::exists(quiet_home + "/history"));
+}
+
+// /show info tells what the backend knows of the model, from the server (its /v1/models and
+// /api/show) and in-process alike.
+TEST_F(RunTest, ShowInfoDescribesTheModel) {
+  auto server = start_server();
+  ASSERT_GT(server->port(), 0);
+  for (const bool local : {false, true}) {
+    const std::vector<std::string> args =
+        local ? std::vector<std::string>{"run", "--local", "--threads", "1", *model_}
+              : std::vector<std::string>{"run", "tiny"};
+    PtyProcess p(args, {"SYNAPSE_HOST=" + server->url(), "SYNAPSE_NO_HISTORY=1"});
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    p.send("/show info\r");
+    ASSERT_TRUE(p.expect("    runs on         ")) << p.output();
+    ASSERT_TRUE(p.expect(">>> ")) << p.output();
+    const std::string shown = p.output();
+    EXPECT_NE(shown.find("    kind            generation\r\n"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("    loaded          yes\r\n"), std::string::npos) << shown;
+    EXPECT_TRUE(std::regex_search(shown, std::regex("    context length  [1-9][0-9]*\r\n")))
+        << shown;
+    EXPECT_TRUE(std::regex_search(shown, std::regex("    chat template   (yes|no)\r\n"))) << shown;
+    EXPECT_NE(shown.find(local ? "in-process" : server->url()), std::string::npos) << shown;
+    p.send("/bye\r");
+    EXPECT_EQ(p.wait_exit(), 0) << p.output();
+  }
 }
 
 TEST_F(RunTest, PipedInputAndAPromptAnswerOnceTheSameEverywhere) {
