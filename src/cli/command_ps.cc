@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse ps`: the models a running `synapse serve` has loaded (Ollama's `ps`): name, kind,
-// size, busy or idle, and when its keep-alive unloads it. Reads /api/ps (Ollama's shape) when
-// the server has it, else /v1/models; a field the server does not report shows as "-".
+// size, its details (family, parameter size, quantization: from /api/ps, read from the model
+// file's metadata), busy or idle, and when its keep-alive unloads it. Reads /api/ps (Ollama's
+// shape) when the server has it, else /v1/models; a field the server does not report shows as "-".
 #include <cstdio>
 #include <ctime>
 #include <optional>
@@ -33,7 +34,34 @@ struct Row {
   std::optional<double> idle_s;
   bool expiry_known = false;
   std::optional<int64_t> expires_at;  // known and none: never
+  // Ollama's details, as /api/ps gives them; empty when the server does not.
+  std::string family;
+  std::string parameter_size;
+  std::string quantization_level;
 };
+
+void read_details(const Json& m, Row& row) {
+  const Json details = m.value("details", Json::object());
+  if (!details.is_object()) return;
+  const auto text = [&](const char* key) {
+    const Json v = details.value(key, Json());
+    return v.is_string() ? v.get<std::string>() : std::string();
+  };
+  row.family = text("family");
+  row.parameter_size = text("parameter_size");
+  row.quantization_level = text("quantization_level");
+}
+
+// "qwen2 494.03M Q4_K_M", or "-" when nothing is known.
+std::string details_of(const Row& r) {
+  std::string out;
+  for (const std::string* part : {&r.family, &r.parameter_size, &r.quantization_level}) {
+    if (part->empty()) continue;
+    if (!out.empty()) out += ' ';
+    out += *part;
+  }
+  return out.empty() ? "-" : out;
+}
 
 // Unix seconds of an RFC 3339 time ("2024-06-04T14:38:31.8-07:00"), or nullopt.
 std::optional<int64_t> parse_rfc3339(const std::string& text) {
@@ -128,6 +156,7 @@ Result<std::vector<Row>> loaded_models(const ServerClient& client) {
     row.name = m["name"].get<std::string>();
     if (m.value("size", Json()).is_number_unsigned()) row.bytes = m["size"].get<uint64_t>();
     read_expiry(m, row);
+    read_details(m, row);
     merged.push_back(std::move(row));
   }
   return merged;
@@ -171,16 +200,22 @@ int run(const Options& o) {
       m["requests"] = r.requests ? Json(*r.requests) : Json();
       m["idle_s"] = r.idle_s ? Json(*r.idle_s) : Json();
       m["expires_at"] = r.expires_at ? Json(*r.expires_at) : Json();
+      const auto or_null = [](const std::string& s) { return s.empty() ? Json() : Json(s); };
+      m["family"] = or_null(r.family);
+      m["parameter_size"] = or_null(r.parameter_size);
+      m["quantization_level"] = or_null(r.quantization_level);
       out["models"].push_back(std::move(m));
     }
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
-  std::printf("%-32s %-11s %-10s %-18s %s\n", "NAME", "KIND", "SIZE", "STATE", "UNTIL");
+  std::printf("%-32s %-11s %-10s %-22s %-18s %s\n", "NAME", "KIND", "SIZE", "DETAILS", "STATE",
+              "UNTIL");
   for (const Row& r : *rows) {
-    std::printf(
-        "%-32s %-11s %-10s %-18s %s\n", r.name.c_str(), r.kind.empty() ? "-" : r.kind.c_str(),
-        r.bytes ? human_bytes(*r.bytes).c_str() : "-", state_of(r).c_str(), until_of(r).c_str());
+    std::printf("%-32s %-11s %-10s %-22s %-18s %s\n", r.name.c_str(),
+                r.kind.empty() ? "-" : r.kind.c_str(),
+                r.bytes ? human_bytes(*r.bytes).c_str() : "-", details_of(r).c_str(),
+                state_of(r).c_str(), until_of(r).c_str());
   }
   return kExitOk;
 }
