@@ -3,7 +3,7 @@
 // package) into content-addressed storage under a name, also straight from Ollama's blobs
 // (--from-ollama); list --discover shows the GGUFs other tools keep on this machine; rm refuses
 // (or waits, --wait) while a running process holds the model; gc deletes what has had no name for
-// a grace period.
+// a grace period, and partial downloads of pulls interrupted more than a week ago.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "format/package/package_file.h"
 #include "hub/local_models.h"
+#include "hub/pull.h"
 #include "store/model_store.h"
 
 namespace synapse::cli {
@@ -255,6 +256,10 @@ int run_gc(ModelStore& store, const Options& o) {
   const auto grace = std::chrono::seconds(static_cast<int64_t>(o.grace_seconds));
   const auto report = store.gc({.grace = grace, .dry_run = o.dry_run});
   if (!report.ok()) return fail(report.status());
+  // Downloads `synapse pull` left when interrupted: resumable for a week, then leftovers.
+  const auto partials =
+      hub::remove_stale_partials(store.directory(), hub::kStalePartialAge, {}, o.dry_run);
+  if (!partials.ok()) return fail(partials.status());
   if (o.json) {
     print_json({{"dry_run", o.dry_run},
                 {"grace_seconds", grace.count()},
@@ -264,17 +269,19 @@ int run_gc(ModelStore& store, const Options& o) {
                 {"kept_leased", report->kept_leased},
                 {"missing_removed", report->missing_removed},
                 {"stray_files_removed", report->stray_files_removed},
+                {"stale_partials_removed", *partials},
                 {"bytes_freed", report->bytes_freed}});
     return kExitOk;
   }
   const char* verb = o.dry_run ? "would delete" : "deleted";
   std::printf(
       "%s %zu model(s), %s; %zu newly unreferenced (deleted after %llds without a name); "
-      "%zu kept while in use; %zu stray file(s), %zu lost entr%s cleaned\n",
+      "%zu kept while in use; %zu stray file(s), %zu lost entr%s, %zu stale partial download(s) "
+      "cleaned\n",
       verb, report->deleted.size(), human_bytes(report->bytes_freed).c_str(), report->marked.size(),
       static_cast<long long>(grace.count()), report->kept_leased.size(),
       report->stray_files_removed.size(), report->missing_removed.size(),
-      report->missing_removed.size() == 1 ? "y" : "ies");
+      report->missing_removed.size() == 1 ? "y" : "ies", partials->size());
   return kExitOk;
 }
 
@@ -325,7 +332,9 @@ void add_models_command(CLI::App& app, int& exit_code) {
   rm->callback(with_store(run_remove));
 
   CLI::App* gc = models->add_subcommand(
-      "gc", "Delete models that have had no name for the grace period, and leftovers of crashes");
+      "gc",
+      "Delete models that have had no name for the grace period, leftovers of crashes, and "
+      "partial downloads of pulls interrupted more than a week ago");
   gc->add_option("--grace", o->grace_seconds,
                  "Seconds a model must have been without a name before it is deleted")
       ->capture_default_str();

@@ -4,10 +4,14 @@
 // and `models import --from-ollama` on fake caches in a temporary directory. No network.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "hub/fake_hub.h"
+#include "tests/e2e/server_process.h"
 #include "tests/support/test_support.h"
 
 namespace synapse {
@@ -179,6 +183,115 @@ void make_hf_cache(const std::string& cache, const std::string& bytes) {
   testing::write_file_bytes(repo + "/refs/main",
                             std::vector<uint8_t>(commit.begin(), commit.end()));
   fs::create_symlink("../../blobs/" + sha, repo + "/snapshots/" + commit + "/tiny-Q8_0.gguf");
+}
+
+TEST_F(PullE2e, ModelsGcRemovesWeekOldPartialDownloads) {
+  fs::create_directories(dir_.file("store/downloads"));
+  const std::string stale = dir_.file("store/downloads/" + std::string(64, 'a') + ".partial");
+  const std::string recent = dir_.file("store/downloads/" + std::string(64, 'b') + ".partial");
+  testing::write_file_bytes(stale, {'x'});
+  testing::write_file_bytes(recent, {'y'});
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::days(8));
+  auto r = run_command(env() + " models gc --json --dry-run");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(Json::parse(r.stdout_text)["stale_partials_removed"], Json::array({stale}));
+  EXPECT_TRUE(fs::exists(stale));
+  r = run_command(env() + " models gc --json");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(Json::parse(r.stdout_text)["stale_partials_removed"], Json::array({stale}));
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(recent)) << "a partial written this week is resumable";
+}
+
+// The server events of an SSE body, [DONE] last.
+std::vector<std::string> sse_data(const std::string& body) {
+  std::vector<std::string> data;
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("data: ")) data.push_back(line.substr(6));
+  }
+  return data;
+}
+
+// POST /v1/models/pull on `synapse serve` from the fake hub: progress as server-sent events, the
+// model listed and served at once; not streamed, one object; errors in OpenAI's shape.
+TEST_F(PullE2e, ServerPullsOverTheOpenAiStyleRoute) {
+  ASSERT_EQ(testing::synth_serving_model(dir_.file("served.gguf"), 1024), "");
+  for (const char* name : {"HF_TOKEN", "HF_HUB_OFFLINE", "HF_TOKEN_PATH"}) unsetenv(name);
+  setenv("HF_ENDPOINT", hub_->endpoint().c_str(), 1);
+  setenv("SYNAPSE_STORE", dir_.file("store").c_str(), 1);
+  setenv("HF_HOME", dir_.file("hf").c_str(), 1);
+  setenv("HF_HUB_CACHE", dir_.file("hf/hub").c_str(), 1);
+  const std::string key = "e2e-key";
+  testing::ServerProcess server(dir_.file("served.gguf"), "--api-key " + key + " --threads 1",
+                                dir_.file("server.log"));
+  ASSERT_GT(server.port(), 0) << read_text(dir_.file("server.log"));
+  const auto post = [&](const std::string& path, const std::string& body) {
+    return testing::http_request(server.port(), "POST", path, body, key);
+  };
+
+  auto r = post("/v1/models/pull", R"({"model": "hf.co/org/tiny-GGUF"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["content-type"].substr(0, 17), "text/event-stream");
+  const std::vector<std::string> events = sse_data(r.body);
+  ASSERT_GE(events.size(), 3u) << r.body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(Json::parse(events.front()),
+            Json::parse(R"({"object":"model.pull.progress","status":"manifest"})"));
+  bool downloaded = false;
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    const Json e = Json::parse(events[i]);
+    EXPECT_EQ(e["object"], "model.pull.progress") << events[i];
+    if (e["status"] == "downloading" && e["completed"] == q8_.size()) {
+      EXPECT_EQ(e["file"], "tiny-Q8_0.gguf");
+      EXPECT_EQ(e["digest"], "sha256:" + FakeHub::sha256_hex(q8_));
+      EXPECT_EQ(e["total"], q8_.size());
+      downloaded = true;
+    }
+  }
+  EXPECT_TRUE(downloaded) << r.body;
+  const Json done = Json::parse(events[events.size() - 2]);
+  EXPECT_EQ(done["object"], "model.pull.done") << done;
+  EXPECT_EQ(done["status"], "success");
+  EXPECT_EQ(done["model"], "hf.co/org/tiny-GGUF:Q8_0");
+  EXPECT_EQ(done["source"], "download");
+
+  // Listed and served by that name at once.
+  r = testing::http_request(server.port(), "GET", "/v1/models", "", key);
+  EXPECT_NE(r.body.find("\"hf.co/org/tiny-GGUF:Q8_0\""), std::string::npos) << r.body;
+  r = post("/v1/completions",
+           R"({"model": "hf.co/org/tiny-GGUF:Q8_0", "prompt": "hi", "max_tokens": 2})");
+  EXPECT_EQ(r.status, 200) << r.body;
+
+  // Not streamed: one object, the exact file chosen by "file".
+  r = post("/v1/models/pull",
+           R"({"model": "hf.co/org/tiny-GGUF", "file": "tiny-F16.gguf", "stream": false})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["content-type"].substr(0, 16), "application/json");
+  const Json whole = Json::parse(r.body);
+  EXPECT_EQ(whole["object"], "model.pull.done");
+  EXPECT_EQ(whole["model"], "hf.co/org/tiny-GGUF:F16");
+  r = testing::http_request(server.port(), "GET", "/v1/models", "", key);
+  EXPECT_NE(r.body.find("\"hf.co/org/tiny-GGUF:F16\""), std::string::npos) << r.body;
+
+  // Errors: the body's with 400, the hub's with its status, or as the stream's last event.
+  r = post("/v1/models/pull", R"({"model": 7})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(Json::parse(r.body)["error"]["param"], "model") << r.body;
+  r = post("/v1/models/pull", R"({"model": "org/missing-GGUF", "stream": false})");
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["error"]["code"], "hub_not_found") << r.body;
+  r = post("/v1/models/pull", R"({"model": "org/missing-GGUF"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<std::string> failed = sse_data(r.body);
+  ASSERT_GE(failed.size(), 2u) << r.body;
+  EXPECT_EQ(failed.back(), "[DONE]");
+  EXPECT_EQ(Json::parse(failed[failed.size() - 2])["error"]["code"], "hub_not_found") << r.body;
+  // Without the key: refused like every other model route.
+  EXPECT_EQ(testing::http_request(server.port(), "POST", "/v1/models/pull",
+                                  R"({"model": "hf.co/org/tiny-GGUF"})")
+                .status,
+            401);
 }
 
 TEST_F(PullE2e, OfflineModeUsesOnlyWhatIsHere) {
