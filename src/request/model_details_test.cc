@@ -107,9 +107,10 @@ TEST(ModelDetails, CachedUntilTheFileChanges) {
   Result<std::shared_ptr<const ModelDetails>> b = read_model_details(path);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->get(), b->get());  // the same parse, not a second one
-  // Replaced by a file of another size (and time): read again.
+  // Replaced by a file of another size: read again. (The tensor grows by far more than the
+  // alignment padding; the two writes may fall within one tick of the file system's clock.)
   write_model(path, {{"general.architecture", GgufValue::string("second-family")}},
-              {{"w", TensorType::kF32, {8, 4}}});
+              {{"w", TensorType::kF32, {8, 64}}});
   Result<std::shared_ptr<const ModelDetails>> c = read_model_details(path);
   ASSERT_TRUE(c.ok());
   EXPECT_NE(a->get(), c->get());
