@@ -154,7 +154,14 @@ struct ModelDirectory::State {
     Clock::time_point last_used{};
     std::optional<KeepAlive> keep_alive;  // the last request's, else the source's
     bool removed = false;                 // no longer served (remove_source)
+    // What it held when it was last loaded (its KV cache's limit beside the file); 0 before
+    // its first load, when only the file's size is known.
+    uint64_t loaded_bytes = 0;
     bool loaded() const { return pinned != nullptr || instance != nullptr; }
+    // The memory it holds, or will need to be loaded.
+    uint64_t needs() const {
+      return instance ? instance->bytes : loaded_bytes != 0 ? loaded_bytes : source.bytes;
+    }
   };
   // Entries are shared so that one outlives its removal while a request still refers to it.
   using EntryPtr = std::shared_ptr<Entry>;
@@ -219,9 +226,9 @@ struct ModelDirectory::State {
   Status make_room(Entry& e, std::unique_lock<std::mutex>& lock, Clock::time_point deadline,
                    std::vector<std::shared_ptr<ModelInstance>>& unloaded) {
     const uint64_t budget = options.max_memory_bytes;
-    if (e.source.bytes > budget) {
+    if (e.needs() > budget) {
       return Status(ErrorCode::kLimitExceeded,
-                    "the model '" + e.source.name + "' needs " + std::to_string(e.source.bytes) +
+                    "the model '" + e.source.name + "' needs " + std::to_string(e.needs()) +
                         " bytes; the server's memory budget (--max-memory) is " +
                         std::to_string(budget),
                     ErrorWhere{.field = "model"});
@@ -233,12 +240,12 @@ struct ModelDirectory::State {
       for (const EntryPtr& p : entries) {
         Entry& other = *p;
         if (&other == &e || !(other.loaded() || other.loading)) continue;
-        used += other.instance ? other.instance->bytes : other.source.bytes;
+        used += other.needs();
         ++count;
         const bool idle = other.instance && other.requests == 0 && !other.loading;
         if (idle && (victim == nullptr || other.last_used < victim->last_used)) victim = &other;
       }
-      const bool fits = used + e.source.bytes <= budget &&
+      const bool fits = used + e.needs() <= budget &&
                         (options.max_loaded == 0 || count + 1 <= options.max_loaded);
       if (fits) return ok_status();
       if (victim != nullptr) {
@@ -264,7 +271,7 @@ struct ModelDirectory::State {
       for (const EntryPtr& p : entries) {
         Entry& other = *p;
         if (!(other.loaded() || other.loading)) continue;
-        used += other.instance ? other.instance->bytes : other.source.bytes;
+        used += other.needs();
         const bool idle = other.instance && other.requests == 0 && !other.loading;
         if (idle && (victim == nullptr || other.last_used < victim->last_used)) victim = &other;
       }
@@ -379,7 +386,7 @@ Result<ModelHandle> ModelDirectory::find(std::string_view name,
   e->source.kind = (*loaded)->kind;
   // What the model holds once loaded (its KV cache's limit beside its weights) is what it
   // needs from now on; idle models make room for the difference.
-  e->source.bytes = (*loaded)->bytes;
+  e->loaded_bytes = (*loaded)->bytes;
   e->instance = std::shared_ptr<ModelInstance>(std::move(*loaded));
   ModelHandle handle = s.handle(state_, e);
   s.trim(unloaded);
@@ -440,7 +447,8 @@ std::vector<ModelListing> ModelDirectory::list() const {
     m.kind = e.source.kind;
     m.path = e.source.path;
     m.digest = e.source.digest;
-    m.bytes = e.instance ? e.instance->bytes : e.source.bytes;
+    m.bytes = e.needs();
+    m.file_bytes = e.source.bytes;
     m.created = e.source.created;
     m.loaded = e.loaded();
     m.pinned = e.pinned != nullptr;

@@ -78,9 +78,10 @@ struct ModelListing {
   std::string name;
   std::vector<std::string> aliases;
   ServedKind kind = ServedKind::kGeneration;
-  std::string path;    // the model file; empty for a model given loaded
-  std::string digest;  // a stored model's SHA-256 (hex), else empty
-  uint64_t bytes = 0;
+  std::string path;         // the model file; empty for a model given loaded
+  std::string digest;       // a stored model's SHA-256 (hex), else empty
+  uint64_t bytes = 0;       // the memory it holds (loaded) or needs: its file, and its KV cache
+  uint64_t file_bytes = 0;  // its file's size
   int64_t created = 0;
   bool loaded = false;
   bool pinned = false;                // given loaded: never unloaded

@@ -250,11 +250,12 @@ api::OllamaDetails ollama_details(const ModelDetails* d) {
   return out;
 }
 
-api::OllamaModelEntry entry_of(const ModelListing& m) {
+// /api/tags gives a model's file size, /api/ps the memory it holds (with its KV cache).
+api::OllamaModelEntry entry_of(const ModelListing& m, bool memory) {
   api::OllamaModelEntry e;
   e.name = m.name;
   e.modified_unix_s = m.created;
-  e.size_bytes = m.bytes;
+  e.size_bytes = memory || m.file_bytes == 0 ? m.bytes : m.file_bytes;
   e.digest = m.digest;
   e.details = ollama_details(details_of(m).get());
   e.expires_unix_s = m.expires_at;
@@ -272,7 +273,7 @@ std::string ollama_tags(const ModelDirectory& models) {
   std::vector<api::OllamaModelEntry> entries;
   // Every name is a model to Ollama's clients: a copy (a second name of one blob) is listed too.
   for (const ModelListing& m : models.list()) {
-    entries.push_back(entry_of(m));
+    entries.push_back(entry_of(m, false));
     for (const std::string& alias : m.aliases) {
       api::OllamaModelEntry copy = entries.back();
       copy.name = alias;
@@ -285,7 +286,7 @@ std::string ollama_tags(const ModelDirectory& models) {
 std::string ollama_ps(const ModelDirectory& models) {
   std::vector<api::OllamaModelEntry> entries;
   for (const ModelListing& m : models.list()) {
-    if (m.loaded) entries.push_back(entry_of(m));
+    if (m.loaded) entries.push_back(entry_of(m, true));
   }
   return api::ollama_ps(entries);
 }
