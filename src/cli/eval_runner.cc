@@ -22,14 +22,17 @@ ChunkScorer EngineScorer::scorer() {
     std::vector<StepInput> inputs;
     inputs.reserve(chunks.size());
     for (const auto& chunk : chunks) {
-      inputs.push_back(StepInput{engine_->new_sequence(), chunk, LogitsWanted::kAll});
+      // Only the scored rows need the output head.
+      StepInput input{engine_->new_sequence(), chunk, LogitsWanted::kAll};
+      input.logits_from = first_row;
+      inputs.push_back(input);
     }
     Status status = engine_->step(inputs, out_);
     for (const StepInput& input : inputs) (void)engine_->release(input.sequence);
     SYN_RETURN_IF_ERROR(status);
     const size_t n_vocab = out_.n_logits;
     for (size_t c = 0; c < chunks.size(); ++c) {
-      const float* from = out_.logits.data() + (out_.first_row[c] + first_row) * n_vocab;
+      const float* from = out_.logits.data() + out_.first_row[c] * n_vocab;
       std::memcpy(logits.data() + c * n_rows * n_vocab, from, n_rows * n_vocab * sizeof(float));
     }
     return ok_status();

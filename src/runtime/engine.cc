@@ -6,15 +6,16 @@
 namespace synapse {
 namespace {
 
-size_t rows_wanted(LogitsWanted wanted, size_t n_tokens) {
-  return wanted == LogitsWanted::kAll ? n_tokens : wanted == LogitsWanted::kNone ? 0 : 1;
+size_t rows_wanted(LogitsWanted wanted, size_t n_tokens, size_t from = 0) {
+  return wanted == LogitsWanted::kAll ? n_tokens - from : wanted == LogitsWanted::kNone ? 0 : 1;
 }
 
-// Whether token `index` of an input of `n_tokens` is a row `wanted` asks for.
-bool row_wanted(LogitsWanted wanted, size_t index, size_t n_tokens) {
+// Whether token `index` of an input of `n_tokens` is a row `wanted` asks for (kAll: from token
+// `from` on).
+bool row_wanted(LogitsWanted wanted, size_t index, size_t n_tokens, size_t from = 0) {
   switch (wanted) {
     case LogitsWanted::kAll:
-      return true;
+      return index >= from;
     case LogitsWanted::kLast:
       return index + 1 == n_tokens;
     case LogitsWanted::kFirst:
@@ -89,7 +90,13 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
       return Status(ErrorCode::kInvalidArgument, "outputs asked for an input without tokens",
                     ErrorWhere{.field = "tokens"});
     }
-    out_rows += rows_wanted(in.logits, in.tokens.size());
+    if (in.logits == LogitsWanted::kAll && in.logits_from >= in.tokens.size()) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "logits asked from token " + std::to_string(in.logits_from) + " of " +
+                        std::to_string(in.tokens.size()),
+                    ErrorWhere{.field = "logits_from"});
+    }
+    out_rows += rows_wanted(in.logits, in.tokens.size(), in.logits_from);
     hidden_rows += rows_wanted(in.hidden, in.tokens.size());
   }
   for (const StepInput& in : inputs) {
@@ -146,7 +153,7 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
                                              cache_.layer_views(in.sequence)});
         sequence_ids_.push_back(in.sequence);
         for (size_t r = 0; r < take; ++r) {
-          if (row_wanted(in.logits, offset + r, in.tokens.size())) {
+          if (row_wanted(in.logits, offset + r, in.tokens.size(), in.logits_from)) {
             output_rows_.push_back(static_cast<uint32_t>(first_row + r));
             ++out.n_rows[input];
             ++written_rows;

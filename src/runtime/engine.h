@@ -32,11 +32,14 @@ struct StepInput {
   // One token type per token (models with token-type embeddings, e.g. a cross-encoder's query
   // and document); empty: all 0.
   std::span<const int32_t> token_types = {};
+  // kAll logits from this token on only: a perplexity pass scores the second half of a chunk,
+  // and the output head (a large share of a small model's work) runs for those rows alone.
+  size_t logits_from = 0;
 };
 
 // Logits of a step: rows of n_logits floats (the vocabulary, or a classifier's labels); input i
 // owns rows [first_row[i], first_row[i] + n_rows[i]) (n_rows 0 for kNone, 1 for kLast and kFirst,
-// its token count for kAll). Hidden states
+// its token count less logits_from for kAll). Hidden states
 // likewise: rows of n_embd floats, input i owning [hidden_first_row[i], ... + hidden_n_rows[i]).
 struct StepOutput {
   size_t n_logits = 0;

@@ -6,6 +6,7 @@
 // row.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu_backend.h"
@@ -107,6 +108,25 @@ void check_model(const std::string& path) {
   ASSERT_TRUE(engine.step(std::span(&hidden_only, 1), out2).ok());
   EXPECT_TRUE(out2.logits.empty());
   ASSERT_EQ(out2.hidden, out.hidden);
+
+  // Logits from token 11 on (a perplexity pass's scored rows): those rows only, the same bits,
+  // and the head ran for them alone (8 rows out).
+  const SeqId seq3 = engine.new_sequence();
+  StepInput tail{seq3, ids, LogitsWanted::kAll};
+  tail.logits_from = 11;
+  StepOutput out3;
+  ASSERT_TRUE(engine.step(std::span(&tail, 1), out3).ok());
+  ASSERT_EQ(out3.n_rows[0], ids.size() - 11);
+  const size_t n_vocab = l.model->n_vocab();
+  ASSERT_EQ(out3.logits.size(), (ids.size() - 11) * n_vocab);
+  EXPECT_TRUE(std::equal(out3.logits.begin(), out3.logits.end(),
+                         out.logits.begin() + static_cast<ptrdiff_t>(11 * n_vocab)));
+  // Past the last token is a clear error, nothing run.
+  const SeqId seq4 = engine.new_sequence();
+  StepInput past{seq4, ids, LogitsWanted::kAll};
+  past.logits_from = ids.size();
+  EXPECT_EQ(engine.step(std::span(&past, 1), out3).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(engine.n_tokens(seq4), 0u);
 }
 
 TEST(EngineHidden, LogitsAreTheHeadOfTheHiddenStateSynthF32) {
