@@ -296,6 +296,9 @@ struct ModelDirectory::State {
           e.keep_alive.reset();
         }
       }
+      // A model loaded while the one it should have replaced was still busy (its size beyond
+      // its file known only once loaded) leaves the budget exceeded until that one is idle.
+      trim(expired);
       if (!expired.empty()) {
         lock.unlock();
         expired.clear();  // stops their services, outside the lock

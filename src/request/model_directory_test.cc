@@ -206,6 +206,23 @@ TEST(ModelDirectory, WhatALoadedModelHoldsBeyondItsFileCounts) {
   // Known now to need 600, a comes back by unloading b first.
   ASSERT_TRUE(d.find("a").ok());
   EXPECT_EQ(ledger->unloads_of("b"), 1);
+
+  // A third model first loaded while a is busy: its file (400) fits beside a, its loaded size
+  // does not, and a busy model stays; a is unloaded as soon as its request ends.
+  d.add_source(source("c", 400));
+  Result<ModelHandle> busy = d.find("a");
+  ASSERT_TRUE(busy.ok());
+  Result<ModelHandle> using_c = d.find("c");
+  ASSERT_TRUE(using_c.ok());
+  EXPECT_TRUE(loaded(d, "a"));
+  EXPECT_TRUE(loaded(d, "c"));
+  busy = Status(ErrorCode::kCancelled, "released");
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (loaded(d, "a") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_FALSE(loaded(d, "a"));
+  EXPECT_TRUE(loaded(d, "c"));
 }
 
 TEST(ModelDirectory, AModelLargerThanTheBudgetIsAClearError) {

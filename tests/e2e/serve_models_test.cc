@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // One `synapse serve` for every model in a store (issue 18): a decoder, a BERT embedder and a
 // BERT reranker answered by the request's "model", loaded on demand; with room for one model at
-// a time (--max-loaded 1) alternating requests load and unload correctly and every answer equals
+// a time (--max-loaded 1, and a --max-memory that holds one loaded model but no two) alternating
+// requests load and unload correctly and every answer equals
 // a dedicated server's; a model with a stream running is never unloaded (the next model waits for
 // the stream's end); /v1/models names each model's kind and whether it is loaded.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/e2e/server_process.h"
 #include "tests/support/test_support.h"
@@ -43,7 +47,7 @@ class ServeModels : public ::testing::Test {
     make("--arch qwen3 --n-embd 64 --n-ff 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ctx 256",
          "chat");
     make("--arch bert --n-ctx 16", "embedder");
-    make("--arch bert --classifier-labels 1", "reranker");
+    make("--arch bert --n-ctx 16 --classifier-labels 1", "reranker");
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -142,6 +146,40 @@ TEST_F(ServeModels, OneServerAnswersEveryKindByModelAndEqualsDedicatedServers) {
     EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
                               {"chat", false}, {"embedder", false}, {"reranker", true}}));
   }
+  // The same alternation with a memory budget that holds any one of the three loaded (its file
+  // and its KV cache, as /v1/models reports it) but no two.
+  std::map<std::string, uint64_t> sizes;
+  const auto listing = [&] {
+    return Json::parse(testing::http_request(s->port(), "GET", "/v1/models").body)["data"];
+  };
+  for (const Json& m : listing()) {
+    if (m.value("loaded", false)) sizes[m["id"]] = m["bytes"].get<uint64_t>();
+  }
+  for (const auto& [body, name] : {std::pair{chat_body(), "chat"}, {embed_body(), "embedder"}}) {
+    post(*s, body.contains("messages") ? "/v1/chat/completions" : "/v1/embeddings", body);
+    for (const Json& m : listing()) {
+      if (m["id"] == name) sizes[name] = m["bytes"].get<uint64_t>();
+    }
+  }
+  ASSERT_EQ(sizes.size(), 3u);
+  // Any one fits, no two do: between the largest alone and the two smallest together.
+  std::vector<uint64_t> by_size;
+  for (const auto& [name, bytes] : sizes) by_size.push_back(bytes);
+  std::sort(by_size.begin(), by_size.end());
+  ASSERT_LT(by_size[2], by_size[0] + by_size[1]) << "the models' sizes allow no such budget";
+  EXPECT_EQ(s->stop(), 0);
+  s = serve("", "--max-memory " + std::to_string((by_size[2] + by_size[0] + by_size[1]) / 2));
+  EXPECT_EQ(essence(post(*s, "/v1/chat/completions", chat_body())), expected_chat);
+  EXPECT_EQ(essence(post(*s, "/v1/embeddings", embed_body())), expected_embed);
+  EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
+                            {"chat", false}, {"embedder", true}, {"reranker", false}}));
+  EXPECT_EQ(essence(post(*s, "/v1/rerank", rerank_body())), expected_rerank);
+  EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
+                            {"chat", false}, {"embedder", false}, {"reranker", true}}));
+  EXPECT_EQ(essence(post(*s, "/v1/chat/completions", chat_body())), expected_chat);
+  EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
+                            {"chat", true}, {"embedder", false}, {"reranker", false}}));
+
   // A model the store does not have, and a generation request to an embedder.
   const testing::HttpReply missing = testing::http_request(s->port(), "POST", "/v1/embeddings",
                                                            R"({"model": "nope", "input": "x"})");
