@@ -135,17 +135,19 @@ TEST_F(ServeModels, OneServerAnswersEveryKindByModelAndEqualsDedicatedServers) {
   EXPECT_EQ(kinds, (std::map<std::string, std::string>{
                        {"chat", "generation"}, {"embedder", "embedding"}, {"reranker", "rerank"}}));
   // Alternating: each request loads its model in the place of the last one.
-  for (int round = 0; round < 2; ++round) {
-    EXPECT_EQ(essence(post(*s, "/v1/chat/completions", chat_body())), expected_chat);
-    EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
-                              {"chat", true}, {"embedder", false}, {"reranker", false}}));
-    EXPECT_EQ(essence(post(*s, "/v1/embeddings", embed_body())), expected_embed);
-    EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
-                              {"chat", false}, {"embedder", true}, {"reranker", false}}));
-    EXPECT_EQ(essence(post(*s, "/v1/rerank", rerank_body())), expected_rerank);
-    EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
-                              {"chat", false}, {"embedder", false}, {"reranker", true}}));
-  }
+  const auto alternate = [&](const testing::ServerProcess& server) {
+    EXPECT_EQ(essence(post(server, "/v1/chat/completions", chat_body())), expected_chat);
+    EXPECT_EQ(loaded(server), (std::map<std::string, bool>{
+                                  {"chat", true}, {"embedder", false}, {"reranker", false}}));
+    EXPECT_EQ(essence(post(server, "/v1/embeddings", embed_body())), expected_embed);
+    EXPECT_EQ(loaded(server), (std::map<std::string, bool>{
+                                  {"chat", false}, {"embedder", true}, {"reranker", false}}));
+    EXPECT_EQ(essence(post(server, "/v1/rerank", rerank_body())), expected_rerank);
+    EXPECT_EQ(loaded(server), (std::map<std::string, bool>{
+                                  {"chat", false}, {"embedder", false}, {"reranker", true}}));
+  };
+  alternate(*s);
+  alternate(*s);
   // The same alternation with a memory budget that holds any one of the three loaded (its file
   // and its KV cache, as /v1/models reports it) but no two.
   std::map<std::string, uint64_t> sizes;
@@ -169,16 +171,8 @@ TEST_F(ServeModels, OneServerAnswersEveryKindByModelAndEqualsDedicatedServers) {
   ASSERT_LT(by_size[2], by_size[0] + by_size[1]) << "the models' sizes allow no such budget";
   EXPECT_EQ(s->stop(), 0);
   s = serve("", "--max-memory " + std::to_string((by_size[2] + by_size[0] + by_size[1]) / 2));
-  EXPECT_EQ(essence(post(*s, "/v1/chat/completions", chat_body())), expected_chat);
-  EXPECT_EQ(essence(post(*s, "/v1/embeddings", embed_body())), expected_embed);
-  EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
-                            {"chat", false}, {"embedder", true}, {"reranker", false}}));
-  EXPECT_EQ(essence(post(*s, "/v1/rerank", rerank_body())), expected_rerank);
-  EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
-                            {"chat", false}, {"embedder", false}, {"reranker", true}}));
-  EXPECT_EQ(essence(post(*s, "/v1/chat/completions", chat_body())), expected_chat);
-  EXPECT_EQ(loaded(*s), (std::map<std::string, bool>{
-                            {"chat", true}, {"embedder", false}, {"reranker", false}}));
+  alternate(*s);
+  alternate(*s);
 
   // A model the store does not have, and a generation request to an embedder.
   const testing::HttpReply missing = testing::http_request(s->port(), "POST", "/v1/embeddings",
