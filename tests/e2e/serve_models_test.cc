@@ -209,12 +209,23 @@ TEST_F(ServeModels, AModelWithAStreamRunningIsNeverUnloaded) {
             testing::http_request(s->port(), "POST", "/v1/chat/completions", stream_body.dump());
         return std::make_pair(std::move(r), Clock::now());
       });
-  // Once the chat model is loaded and streaming, ask for the embedder.
+  // Once the chat model is streaming (a request in flight on it: /tokenize above already
+  // loaded it, so "loaded" alone can come before the stream has reached the server), ask for
+  // the embedder.
+  const auto streaming = [&] {
+    const Json listed =
+        Json::parse(testing::http_request(s->port(), "GET", "/v1/models").body, nullptr, false);
+    if (!listed.contains("data")) return false;
+    for (const Json& m : listed["data"]) {
+      if (m["id"] == "chat") return m.value("requests", 0) > 0;
+    }
+    return false;
+  };
   const auto deadline = Clock::now() + std::chrono::seconds(30);
-  while (!loaded(*s)["chat"] && Clock::now() < deadline) {
+  while (!streaming() && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_TRUE(loaded(*s)["chat"]);
+  ASSERT_TRUE(streaming());
   const Clock::time_point embed_sent = Clock::now();
   EXPECT_EQ(essence(post(*s, "/v1/embeddings", embed_body())).size(), 2u);
   const Clock::time_point embedded = Clock::now();
