@@ -456,12 +456,14 @@ void restore_and_reraise(int signal_number) {
   std::raise(signal_number);
 }
 
+}  // namespace
+
 // Raw input while it lives: no echo, no line buffering, keys such as Ctrl-C and Ctrl-Z as bytes
 // (no signals), Enter as "\r". Output processing stays as it was, so "\n" still starts a row.
 // TCSADRAIN, not TCSAFLUSH: keys typed ahead (while an answer streamed) are kept.
-class RawMode {
+class TerminalRawMode {
  public:
-  explicit RawMode(int fd) : fd_(fd) {
+  explicit TerminalRawMode(int fd) : fd_(fd) {
     if (tcgetattr(fd_, &saved_) != 0) return;
     termios raw = saved_;
     raw.c_iflag &= ~static_cast<tcflag_t>(BRKINT | ICRNL | INPCK | ISTRIP | IXON);
@@ -479,11 +481,11 @@ class RawMode {
     on_ = tcsetattr(fd_, TCSADRAIN, &raw) == 0;
     if (!on_) restore();
   }
-  ~RawMode() {
+  ~TerminalRawMode() {
     if (on_) restore();
   }
-  RawMode(const RawMode&) = delete;
-  RawMode& operator=(const RawMode&) = delete;
+  TerminalRawMode(const TerminalRawMode&) = delete;
+  TerminalRawMode& operator=(const TerminalRawMode&) = delete;
   bool on() const { return on_; }
 
  private:
@@ -500,6 +502,8 @@ class RawMode {
   struct sigaction previous_[std::size(kFatalSignals)]{};
   bool on_ = false;
 };
+
+namespace {
 
 size_t terminal_columns(int fd) {
   winsize size{};
@@ -534,13 +538,22 @@ InputEvent TerminalLineSource::read_line(std::string_view prompt, std::string& l
   // What the session printed must reach the terminal before the prompt.
   std::fflush(stdout);
   std::fflush(stderr);
-  RawMode raw(in_fd_);
-  if (!raw.on()) {
+  if (!raw_) raw_ = std::make_unique<TerminalRawMode>(in_fd_);
+  if (!raw_->on()) {
     // The terminal refused raw mode: lines as they are read without the editor.
+    raw_.reset();
     return fallback_.read_line(prompt, line);
   }
-  return edit(prompt, line);
+  const InputEvent event = edit(prompt, line);
+  // Ctrl-C at the prompt: the session prints a hint and asks for the next line at once, so raw
+  // mode stays on — a key typed in between would otherwise meet the cooked terminal (a Ctrl-D
+  // there is the line discipline's end-of-file, lost when raw mode comes back). A line goes to
+  // the model (its answer streams with Ctrl-C as a signal) and the end restores the terminal.
+  if (event != InputEvent::kInterrupted) raw_.reset();
+  return event;
 }
+
+TerminalLineSource::~TerminalLineSource() = default;
 
 InputEvent TerminalLineSource::edit(std::string_view prompt, std::string& line) {
   std::string out;

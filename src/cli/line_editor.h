@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -151,9 +152,12 @@ bool stdio_is_terminal();
 // SIGTERM, SIGHUP and SIGQUIT, which then kill the process as they would have. A byte on
 // `interrupt_fd` (the Ctrl-C pipe) acts as Ctrl-C. The history is loaded from `history_path`
 // and each line is added to it there; an empty path keeps the history in memory only.
+class TerminalRawMode;
+
 class TerminalLineSource : public LineSource {
  public:
   TerminalLineSource(int in_fd, int out_fd, int interrupt_fd, std::string history_path);
+  ~TerminalLineSource() override;
   InputEvent read_line(std::string_view prompt, std::string& line) override;
   const History& history() const { return history_; }
 
@@ -171,6 +175,8 @@ class TerminalLineSource : public LineSource {
   LineEditor editor_{history_};
   std::string pending_;  // bytes read and not yet decoded (a paste, a partial sequence)
   LineReader fallback_;  // when the terminal refuses raw mode
+  std::unique_ptr<TerminalRawMode> raw_;  // on while a line is edited (and between Ctrl-C and
+                                          // the next prompt)
 };
 
 }  // namespace synapse::cli
