@@ -13,8 +13,10 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/cpu_info.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "kernels/kernel_selection.h"
 #include "kernels/memory_bandwidth.h"
 #include "runtime/engine.h"
 
@@ -138,6 +140,13 @@ int run_model_bench(const ModelBenchOptions& o) {
     out["model"] = loaded->resolved.label;
     out["arch"] = hp.arch;
     out["backend"] = std::string(loaded->backend->name());
+    // Beside every figure: which machine and kernels made it, so that figures from different
+    // machines (or SYNAPSE_ISA stand-ins) are never compared blindly.
+    const KernelSelection& selection = kernel_selection();
+    out["cpu"] = CpuInfo::detect().model;
+    out["isa"] = selection.table.variant;
+    out["isa_best"] = std::string(isa_level_name(selection.best));
+    out["isa_forced"] = selection.requested != selection.best;
     out["threads"] = loaded->pool->size();
     out["n_prompt"] = o.n_prompt;
     out["n_gen"] = o.n_gen;

@@ -157,6 +157,17 @@ TEST(Bench, ModelBenchJson) {
   EXPECT_GT(out["pp_tokens_per_s"].get<double>(), 0.0);
   EXPECT_GT(out["tg_tokens_per_s"].get<double>(), 0.0);
   EXPECT_GT(out["memory_read_gb_per_s"].get<double>(), 0.0);
+  // The machine and kernels beside the figures.
+  EXPECT_FALSE(out["cpu"].get<std::string>().empty());
+  EXPECT_FALSE(out["isa"].get<std::string>().empty());
+  EXPECT_FALSE(out["isa_forced"].get<bool>());
+  // A forced level is said so (scalar: every machine runs it, and every machine has better).
+  const auto forced = run_command("SYNAPSE_ISA=scalar " + synapse_cli() + " bench -m " + q(model) +
+                                  " -p 16 -n 4 -r 1 --threads 1 --json");
+  ASSERT_EQ(forced.exit_code, 0) << forced.stderr_text;
+  const Json scalar = Json::parse(forced.stdout_text);
+  EXPECT_EQ(scalar["isa"], "scalar");
+  EXPECT_EQ(scalar["isa_forced"].get<bool>(), scalar["isa_best"] != "scalar");
 }
 
 }  // namespace
