@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// The engine's steady state allocates nothing: once the KV pool and the step buffers have grown
+// to a workload, steps of that workload (prefill chunks, batched decode, page boundaries) make
+// no heap allocation, on the calling thread or on the pool's. Counted by replacing the global
+// allocation functions in this test binary.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "backend/cpu_backend.h"
+#include "kernels/kernel_selection.h"
+#include "runtime/engine.h"
+#include "synth/synth_model.h"
+#include "tests/support/test_support.h"
+
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+}  // namespace
+
+// The replacements pair malloc with free themselves; g++ cannot see that through inlining.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+void* operator new(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t align = static_cast<std::size_t>(a);
+  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace synapse {
+namespace {
+
+TEST(EngineAllocations, StepsOfAWorkloadSeenBeforeAllocateNothing) {
+  testing::TempDir dir;
+  SynthOptions o;
+  o.arch = "qwen2";
+  o.n_embd = 64;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.n_layer = 2;
+  o.n_ctx = 256;
+  o.type_attention = TensorType::kQ8_0;
+  o.type_feed_forward = TensorType::kQ8_0;
+  const std::string path = dir.file("m.gguf");
+  ASSERT_TRUE(synthesize_model(o, path).ok());
+  ThreadPool pool(2);
+  CpuBackend backend(selected_kernels(), pool);
+  auto model = DecoderModel::open(path, backend);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EngineConfig config;
+  config.kv.page_tokens = 16;
+  Engine engine(**model, config);
+
+  // One scenario twice: 8 sequences prefill 8 tokens each, then decode 72 steps together
+  // (five page boundaries each). The first run grows the KV pool and the step buffers; the
+  // second, on new sequences, must find everything in place.
+  constexpr size_t kSequences = 8;
+  const std::vector<int32_t> prompt = {11, 48, 85, 122, 159, 196, 233, 270};
+  std::vector<std::vector<int32_t>> next(kSequences, std::vector<int32_t>(1));
+  std::vector<StepInput> inputs;
+  inputs.reserve(kSequences);
+  StepOutput out;
+  const auto scenario = [&]() -> uint64_t {
+    std::vector<SeqId> sequences;
+    for (size_t i = 0; i < kSequences; ++i) sequences.push_back(engine.new_sequence());
+    uint64_t allocations = 0;
+    const auto step = [&] {
+      const uint64_t before = g_allocations.load();
+      const Status status = engine.step(inputs, out);
+      allocations += g_allocations.load() - before;
+      EXPECT_TRUE(status.ok()) << status.to_string();
+    };
+    inputs.clear();
+    for (size_t i = 0; i < kSequences; ++i) {
+      inputs.push_back(StepInput{sequences[i], prompt, LogitsWanted::kLast});
+    }
+    step();
+    for (size_t s = 0; s < 72; ++s) {
+      inputs.clear();
+      for (size_t i = 0; i < kSequences; ++i) {
+        next[i][0] = static_cast<int32_t>((s * 7 + i * 13) % 200);
+        inputs.push_back(StepInput{sequences[i], next[i], LogitsWanted::kLast});
+      }
+      step();
+    }
+    for (SeqId id : sequences) EXPECT_TRUE(engine.release(id).ok());
+    return allocations;
+  };
+  const uint64_t growing = scenario();
+  EXPECT_GT(growing, 0u) << "the counter sees the pool and buffers grow";
+  const uint64_t warm = scenario();
+  EXPECT_EQ(warm, 0u) << "allocations in the 73 steps of a scenario already run (the first run: "
+                      << growing << ")";
+}
+
+}  // namespace
+}  // namespace synapse
