@@ -1,9 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "serve/compute_gate.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 namespace synapse::serve {
+namespace {
+
+double process_cpu_s() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 FairShare::FairShare(const std::array<uint32_t, kRequestClassCount>& weights) : weights_(weights) {
   for (uint32_t& w : weights_) w = std::max<uint32_t>(w, 1);
@@ -66,9 +77,8 @@ void ComputeGate::Grant::release() {
   if (gate_ != nullptr) gate_->release(*this);
 }
 
-void ComputeGate::charge_locked(Grant& grant, std::chrono::steady_clock::time_point now) {
-  share_.charge(grant.member_, grant.class_,
-                std::chrono::duration<double>(now - grant.start_).count());
+void ComputeGate::charge_locked(Grant& grant) {
+  share_.charge(grant.member_, grant.class_, process_cpu_s() - grant.start_cpu_s_);
   grant.gate_ = nullptr;
   running_.reset();
 }
@@ -76,7 +86,7 @@ void ComputeGate::charge_locked(Grant& grant, std::chrono::steady_clock::time_po
 void ComputeGate::take_turn(Grant& grant, GateMember member, RequestClass c) {
   const auto asked = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
-  if (grant.gate_ == this) charge_locked(grant, asked);
+  if (grant.gate_ == this) charge_locked(grant);
   share_.wait(member, c);
   if (!running_) {
     running_ = share_.pick();
@@ -87,15 +97,15 @@ void ComputeGate::take_turn(Grant& grant, GateMember member, RequestClass c) {
   grant.gate_ = this;
   grant.member_ = member;
   grant.class_ = c;
-  grant.start_ = std::chrono::steady_clock::now();
-  grant.waited_s_ = std::chrono::duration<double>(grant.start_ - asked).count();
+  grant.start_cpu_s_ = process_cpu_s();
+  grant.waited_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
 }
 
 void ComputeGate::release(Grant& grant) {
   {
     std::lock_guard lock(mu_);
     if (grant.gate_ != this) return;
-    charge_locked(grant, std::chrono::steady_clock::now());
+    charge_locked(grant);
     running_ = share_.pick();
   }
   cv_.notify_all();

@@ -8,8 +8,10 @@
 // for about one step of another model's batch work (then runs weight-to-weight ahead of it), and
 // two models with work of one class share the cores evenly.
 //
-// Virtual time: a loop's advances by its step's seconds divided by the weight of the most urgent
-// class in the step. A loop that starts waiting after being idle starts from the virtual time of
+// Virtual time: a loop's advances by the CPU seconds its turn took (the process's, in which only
+// that loop's step runs meanwhile; a turn whose threads the operating system set aside for
+// another program is not charged for it) divided by the weight of the most urgent class in
+// the step. A loop that starts waiting after being idle starts from the virtual time of
 // the step granted last, so it neither saves up credit while idle nor pays for its past. Ties go
 // to the more urgent class, then to the earlier arrival.
 #pragma once
@@ -85,7 +87,7 @@ class ComputeGate {
     ComputeGate* gate_ = nullptr;
     GateMember member_ = 0;
     RequestClass class_ = RequestClass::kInteractive;
-    std::chrono::steady_clock::time_point start_;
+    double start_cpu_s_ = 0.0;  // the process's CPU time when the turn began
     double waited_s_ = 0.0;
   };
 
@@ -99,7 +101,7 @@ class ComputeGate {
  private:
   void release(Grant& grant);
   // Charges `grant`'s time since it started and lets go of the cores (under mu_).
-  void charge_locked(Grant& grant, std::chrono::steady_clock::time_point now);
+  void charge_locked(Grant& grant);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

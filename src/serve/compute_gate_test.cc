@@ -130,8 +130,10 @@ TEST(ComputeGateTest, AHeldTurnGoesToAWaitingLoopWhenFairShareSaysSo) {
     b_ran = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   });
-  // b waits while a holds the cores ...
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // b waits while a holds the cores (and works: turns are charged the CPU time they take) ...
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  volatile uint64_t work = 0;
+  while (std::chrono::steady_clock::now() < until) work = work + 1;
   EXPECT_FALSE(b_ran.load());
   // ... and a's next turn, charged for those 20 ms, lets b go first: a waits for b's step.
   gate.take_turn(held, a, RequestClass::kBatch);
