@@ -38,7 +38,8 @@ std::vector<uint8_t> spm_gguf() {
                                                                               {"\xE2\x96\x81"
                                                                                "ab",
                                                                                -6},
-                                                                              {"\xC3\xA9", -7}}) {
+                                                                              {"\xC3\xA9", -7},
+                                                                              {"ba", -8}}) {
     tokens.push_back(text);
     scores.push_back(score);
     types.push_back(1);
@@ -65,6 +66,9 @@ TEST(SpmModel, MergesHighestScoreFirstWithSpacePrefix) {
   EXPECT_EQ(tok->encode("aab", {.add_special = false}), (std::vector<TokenId>{kSpaceA, kAB}));
   EXPECT_EQ(tok->encode("b a", {.add_special = false}),
             (std::vector<TokenId>{kSpace, kB, kSpaceA}));
+  // Two merges compete for the "a" of "▁aba": "▁a" (-4) outscores "ba" (-8), so it goes first
+  // and leaves no "ba"; lowest-first would give "▁a" "ba".
+  EXPECT_EQ(tok->encode("aba", {.add_special = false}), (std::vector<TokenId>{kSpaceAB, kA}));
   // A special token restarts the space prefix.
   EXPECT_EQ(tok->encode("</s>a", {.add_special = false, .parse_special = true}),
             (std::vector<TokenId>{2, kSpaceA}));

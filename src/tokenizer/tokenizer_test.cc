@@ -42,6 +42,21 @@ Tokenizer tiny_bpe() {
   return std::move(tok).value();
 }
 
+// Byte tokens, "bc" (256) and "ab" (257), with merges that compete for the "b" of "abc": "b c"
+// ranks first, and is listed again after "a b" (the first listing's rank is the one that counts).
+Tokenizer competing_bpe() {
+  Json vocab = Json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_level_encode(std::string(1, static_cast<char>(b)))] = b;
+  vocab["bc"] = 256;
+  vocab["ab"] = 257;
+  Json j;
+  j["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", Json::array({"b c", "a b", "b c"})}};
+  j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+  auto tok = Tokenizer::from_hf_json(j.dump(), "competing");
+  EXPECT_TRUE(tok.ok()) << tok.status().to_string();
+  return std::move(tok).value();
+}
+
 TEST(Tokenizer, BytelevelBpeMergesByRank) {
   const Tokenizer tok = tiny_bpe();
   EXPECT_EQ(tok.kind(), TokenizerKind::kByteLevelBpe);
@@ -49,6 +64,10 @@ TEST(Tokenizer, BytelevelBpeMergesByRank) {
   EXPECT_EQ(tok.encode("abab"), (std::vector<TokenId>{256, 256}));
   // NFC first: "e" + combining acute becomes U+00E9, two bytes.
   EXPECT_EQ(tok.encode("e\xCC\x81"), (std::vector<TokenId>{0xC3, 0xA9}));
+  // The lower rank wins where two merges overlap: "a" "bc", not "ab" "c".
+  const Tokenizer competing = competing_bpe();
+  EXPECT_EQ(competing.encode("abc"), (std::vector<TokenId>{'a', 256}));
+  EXPECT_EQ(competing.encode("cabcab"), (std::vector<TokenId>{'c', 'a', 256, 257}));
 }
 
 TEST(Tokenizer, InvalidUtf8GoesThroughByteTokensAndRoundTrips) {
@@ -114,6 +133,8 @@ TEST(Tokenizer, WordPieceNormalizesAndSplits) {
   EXPECT_EQ(tok->encode("H\xC3\xA9llo,WORLD\xE4\xBD\xA0x"),
             (std::vector<TokenId>{2, 4, 5, 6, 9, 1, 3}));
   EXPECT_EQ(tok->encode("WorLD", {.add_special = false}), (std::vector<TokenId>{6}));
+  // A word whose rest has no piece is one [UNK], not "wor" followed by [UNK].
+  EXPECT_EQ(tok->encode("worx wor", {.add_special = false}), (std::vector<TokenId>{1, 7}));
   EXPECT_EQ(tok->encode(std::string(101, 'a'), {.add_special = false}),
             (std::vector<TokenId>{1}));  // over 100 characters: [UNK]
   EXPECT_EQ(tok->decode(std::vector<TokenId>{2, 4, 7, 8}).value(), "hello world");
