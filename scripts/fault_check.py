@@ -190,6 +190,11 @@ def check_fault(args, fault, progress, prefix):
     what = ", ".join(f"{name} ({why})" for name, why in failed) or f"ctest exit {rc}"
     # The GoogleTest cases that failed say which test caught it.
     cases = list(dict.fromkeys(re.findall(r"^\[  FAILED  \] (\S+\.\S+?)(?: \(|,|$)", tail, re.M)))
+    if not cases:
+        # A crash or timeout leaves no summary: name the cases that started and never ended.
+        started = re.findall(r"^\[ RUN      \] (\S+)", tail, re.M)
+        ended = set(re.findall(r"^\[       OK \] (\S+)", tail, re.M))
+        cases = [c for c in dict.fromkeys(started) if c not in ended]
     if cases:
         more = f" and {len(cases) - 3} more" if len(cases) > 3 else ""
         what += ": " + ", ".join(cases[:3]) + more
