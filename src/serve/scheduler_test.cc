@@ -149,6 +149,33 @@ TEST(Scheduler, AgingStartsAStarvedRequest) {
   }
   ASSERT_NE(started_at, 0u) << "the background request starved";
   EXPECT_LE(started_at, 51u);
+
+  // Above, fair share alone starts the request at step 1 (its class joined at virtual time 0).
+  // Starvation needs a lead: preempted after a one-token quantum, the background class is a
+  // thousand interactive tokens ahead, so fair share alone would resume it near step 1000; aging
+  // resumes it once it has waited aging_steps since it was enqueued.
+  config.quantum_tokens = 1;
+  Scheduler p(config);
+  constexpr Ticket kStarved = 2000000;
+  ASSERT_TRUE(p.enqueue(kStarved, kG, 0).ok());
+  bool preempted = false;
+  uint64_t resumed_at = 0;
+  for (uint64_t step = 0; step < 2000 && resumed_at == 0; ++step) {
+    while (p.waiting(kI) < 2) ASSERT_TRUE(p.enqueue(next++, kI, step).ok());
+    p.schedule(step, d);
+    for (Ticket t : d.preempted) preempted |= t == kStarved;
+    for (Ticket t : d.started) {
+      if (t == kStarved && preempted) resumed_at = step;
+      if (t != kStarved) {
+        p.charge(t, 1);
+        p.remove(t);
+      }
+    }
+    if (p.is_active(kStarved)) p.charge(kStarved, 1);
+  }
+  ASSERT_TRUE(preempted) << "the background request was never preempted";
+  ASSERT_NE(resumed_at, 0u) << "the preempted background request starved";
+  EXPECT_LE(resumed_at, 52u);
 }
 
 }  // namespace
