@@ -583,6 +583,17 @@ TEST_F(ServiceTest, StopStringsAndEndOfGeneration) {
   EXPECT_EQ(s.final_event.finish_reason, FinishReason::kStop);
   EXPECT_EQ(s.final_event.matched_stop, std::optional<size_t>(1));
   EXPECT_EQ(s.text, reference.text.substr(0, reference.text.find(stop)));
+  // ...and generation ends with the token that completed the stop string: the matcher holds back
+  // what follows, so a loop that went on decoding would still show the right text.
+  size_t needed = 0;
+  std::string seen;
+  for (const GenerationEvent& e : reference.events) {
+    seen += e.text;
+    needed += e.tokens.size();
+    if (seen.find(stop) != std::string::npos) break;
+  }
+  EXPECT_EQ(s.tokens.size(), needed);
+  EXPECT_EQ(s.final_event.usage.completion_tokens, needed);
   // An end-of-generation token: generation stops at its first occurrence, which is not emitted.
   GenerationRequest with_eog = plain;
   const int32_t eog = reference.tokens[5];
