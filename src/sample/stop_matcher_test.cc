@@ -109,6 +109,13 @@ TEST(StopMatcher, MultipleStopStringsEarliestWins) {
   EXPECT_TRUE(after.stopped);
   EXPECT_EQ(after.text, "");
   EXPECT_EQ(m.flush(), "");
+  // Two stop strings in one piece: the one earlier in the text wins, whatever the list order
+  // (above, "###" stopped before "User:" arrived, which says nothing about the order).
+  StopMatcher both = make({"\n\n", "User:", "###"});
+  const Outcome first = run(both, {"Sure. User: ###"});
+  EXPECT_TRUE(first.stopped);
+  EXPECT_EQ(first.text, "Sure. ");
+  EXPECT_EQ(both.matched_stop(), 1u);
 }
 
 TEST(StopMatcher, NoStopStringsPassesEverythingThrough) {
