@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <cstdlib>
 
@@ -79,6 +83,33 @@ TEST(HttpServer, BodyOverTheLimitIs413) {
   auto big = client.Post("/v1/chat/completions", std::string(4096, 'x'), "application/json");
   ASSERT_TRUE(big);
   EXPECT_EQ(big->status, 413);
+}
+
+// The limit is applied to the head: a declared length over it is refused before any of the body is
+// read, so a client cannot make the server receive (or wait for) a body it will refuse. Here the
+// body never comes; a server that waited for it would not answer within the read timeout.
+TEST(HttpServer, BodyOverTheLimitIs413BeforeTheBodyIsRead) {
+  HttpServer server(options());
+  ASSERT_TRUE(server.start().ok());
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  timeval timeout{.tv_sec = 5, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(server.port()));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string head =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 1000000\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  std::string answer;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 413")) << "answer: " << answer.substr(0, 200);
 }
 
 TEST(HttpServer, PortInUseIsAnError) {
