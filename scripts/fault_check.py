@@ -236,6 +236,8 @@ def main():
     p.add_argument("--report", help="JSON report (default: BUILD_DIR/fault-report.json)")
     p.add_argument("--baseline", action="store_true",
                    help="first check each fault's tests pass on the unmodified tree")
+    p.add_argument("--baseline-only", action="store_true",
+                   help="only run the faults' tests on the unmodified tree and report failures")
     p.add_argument("--list", action="store_true", help="list the faults and exit")
     p.add_argument("--check", action="store_true",
                    help="only check that every find snippet occurs exactly once; no build")
@@ -284,7 +286,12 @@ def main():
     progress = Progress()
     records, interrupted = [], False
     try:
-        failing = baseline(args, faults, progress) if args.baseline else {}
+        failing = baseline(args, faults, progress) if args.baseline or args.baseline_only else {}
+        if args.baseline_only:
+            for (tests, filt), log_path in failing.items():
+                print(f"baseline-fails {tests} {filt}  see {log_path}")
+            print(f"baseline: {len(failing)} test selections fail without any fault")
+            return 1 if failing else 0
         width = max(len(f.id) for f in faults) if faults else 0
         for i, fault in enumerate(faults, 1):
             start = time.monotonic()
