@@ -169,6 +169,7 @@ def check_fault(args, fault, progress, prefix):
                 f.write(text.encode("utf-8"))
             progress.show(f"{prefix} {fault.id}: building")
             targets = test_targets(args.build_dir, fault.tests)
+            args.touched_targets.update(targets)
             if not targets:
                 return "no-tests", f"no ctest test matches {fault.tests!r}"
             if build(args, targets, log) != 0:
@@ -238,6 +239,9 @@ def main():
                    help="first check each fault's tests pass on the unmodified tree")
     p.add_argument("--baseline-only", action="store_true",
                    help="only run the faults' tests on the unmodified tree and report failures")
+    p.add_argument("--no-rebuild", action="store_true",
+                   help="leave the last fault's objects in the build dir (default: rebuild the "
+                        "test targets from the restored sources at the end)")
     p.add_argument("--list", action="store_true", help="list the faults and exit")
     p.add_argument("--check", action="store_true",
                    help="only check that every find snippet occurs exactly once; no build")
@@ -245,6 +249,7 @@ def main():
     args.source_dir = root
     args.build_dir = os.path.abspath(args.build_dir)
     args.log_dir = os.path.join(args.build_dir, "fault-logs")
+    args.touched_targets = set()
     report_path = args.report or os.path.join(args.build_dir, "fault-report.json")
 
     faults = parse_faults(args.faults)
@@ -310,6 +315,15 @@ def main():
         interrupted = True
         progress.clear()
         print("interrupted: the faulted file was restored", file=sys.stderr)
+
+    if args.touched_targets and not interrupted and not args.no_rebuild:
+        # Test binaries built from the last fault would otherwise wait for the next build.
+        progress.show("rebuilding the test targets from the restored sources")
+        with open(os.path.join(args.log_dir, "rebuild.log"), "w", encoding="utf-8") as log:
+            if build(args, sorted(args.touched_targets), log) != 0:
+                print(f"warning: rebuilding from the restored sources failed, see {log.name}",
+                      file=sys.stderr)
+        progress.clear()
 
     counts = {r: sum(1 for x in records if x["result"] == r) for r in RESULTS}
     gradable = counts["caught"] + counts["NOT CAUGHT"]
