@@ -147,6 +147,21 @@ TEST_F(ModelStoreTest, FindsByAliasDigestAndPrefix) {
   const auto odd = store.import(dir_.file("My Model (v2).gguf"));
   ASSERT_TRUE(odd.ok()) << odd.status().to_string();
   EXPECT_EQ(odd->name, "My-Model--v2-");
+  // A prefix that two stored models share names neither. Two real digests sharing 8 hex digits
+  // would take billions of imports, so the second blob row is written directly.
+  std::string twin = digest;
+  twin.back() = twin.back() == '0' ? '1' : '0';
+  {
+    Result<SqliteDb> db = SqliteDb::open(store_dir_ + "/store.db", 1000);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->exec("INSERT INTO blobs(digest, bytes, source_sha256, source_name, "
+                         "architecture, graph_hash, format_version, imported_at) VALUES ('" +
+                         twin + "', 1, '', '', '', '', 1, 0)")
+                    .ok());
+  }
+  const auto shared = store.find(digest.substr(0, 12));
+  EXPECT_EQ(shared.status().code(), ErrorCode::kInvalidArgument) << shared.status().to_string();
+  EXPECT_EQ(store.find(digest)->digest, digest);
 }
 
 TEST_F(ModelStoreTest, RemoveDropsAnAliasAndTheBlobWithItsLastAlias) {
