@@ -30,6 +30,15 @@ TEST(PrefixCache, LongestMatchAndLruEviction) {
   EXPECT_EQ(e.sequence, 9u);
   EXPECT_EQ(cache.size(), 0u);
   EXPECT_FALSE(cache.evict_lru().has_value());
+  // The longest match wins wherever it sits (above, it was also the first entry).
+  PrefixCache later(3);
+  std::vector<SeqId> none;
+  later.insert(1, {1, 9}, 1, none);
+  later.insert(2, {1, 2, 3}, 2, none);
+  const auto longest = later.longest_match(prompt, 1);
+  ASSERT_TRUE(longest.has_value());
+  EXPECT_EQ(later.entry(longest->index).sequence, 2u);
+  EXPECT_EQ(longest->common, 3u);
 }
 
 TEST(PrefixCache, DisabledReturnsTheSequence) {
