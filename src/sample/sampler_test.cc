@@ -147,6 +147,15 @@ TEST(Sampler, GreedyIsArgmaxWithTiesToLowestId) {
     ASSERT_TRUE(token.ok());
     EXPECT_EQ(*token, 1);
   }
+  // The same over a vocabulary long enough for the block-wise scan (six logits never reach it):
+  // ties inside one block and across blocks.
+  constexpr int32_t kWideVocab = 1000;
+  std::vector<float> wide(kWideVocab, 0.0f);
+  wide[300] = wide[301] = wide[700] = 5.0f;
+  Sampler wide_sampler = make_sampler(p, kWideVocab);
+  Result<int32_t> wide_token = wide_sampler.sample(wide);
+  ASSERT_TRUE(wide_token.ok());
+  EXPECT_EQ(*wide_token, 300);
   p.temperature = -1.0f;  // invalid: negative temperature is rejected, not treated as greedy
   EXPECT_FALSE(Sampler::create(p, 6).ok());
 }
