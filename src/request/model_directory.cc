@@ -220,6 +220,33 @@ struct ModelDirectory::State {
     });
   }
 
+  // What the loaded (and loading) models other than `except` hold, how many they are, and the
+  // least recently used idle one (none: every one is busy or loading).
+  struct Usage {
+    uint64_t bytes = 0;
+    size_t count = 0;
+    Entry* lru_idle = nullptr;
+  };
+  Usage usage(const Entry* except) {
+    Usage u;
+    for (const EntryPtr& p : entries) {
+      Entry& other = *p;
+      if (&other == except || !(other.loaded() || other.loading)) continue;
+      u.bytes += other.needs();
+      ++u.count;
+      const bool idle = other.instance && other.requests == 0 && !other.loading;
+      if (idle && (u.lru_idle == nullptr || other.last_used < u.lru_idle->last_used)) {
+        u.lru_idle = &other;
+      }
+    }
+    return u;
+  }
+  // Takes `e`'s instance out (destroyed by the caller once the lock is released).
+  static void unload(Entry& e, std::vector<std::shared_ptr<ModelInstance>>& unloaded) {
+    unloaded.push_back(std::move(e.instance));
+    e.keep_alive.reset();
+  }
+
   // Unloads idle models, least recently used first, until `e` fits beside what stays. Waits
   // (until `deadline`) for busy models to go idle. The unloaded instances go to `unloaded`, to be
   // destroyed once the lock is released.
@@ -234,23 +261,12 @@ struct ModelDirectory::State {
                     ErrorWhere{.field = "model"});
     }
     for (;;) {
-      uint64_t used = 0;
-      size_t count = 0;
-      Entry* victim = nullptr;
-      for (const EntryPtr& p : entries) {
-        Entry& other = *p;
-        if (&other == &e || !(other.loaded() || other.loading)) continue;
-        used += other.needs();
-        ++count;
-        const bool idle = other.instance && other.requests == 0 && !other.loading;
-        if (idle && (victim == nullptr || other.last_used < victim->last_used)) victim = &other;
-      }
-      const bool fits = used + e.needs() <= budget &&
-                        (options.max_loaded == 0 || count + 1 <= options.max_loaded);
+      const Usage others = usage(&e);
+      const bool fits = others.bytes + e.needs() <= budget &&
+                        (options.max_loaded == 0 || others.count + 1 <= options.max_loaded);
       if (fits) return ok_status();
-      if (victim != nullptr) {
-        unloaded.push_back(std::move(victim->instance));
-        victim->keep_alive.reset();
+      if (others.lru_idle != nullptr) {
+        unload(*others.lru_idle, unloaded);
         continue;
       }
       if (stopping || cv.wait_until(lock, deadline) == std::cv_status::timeout) {
@@ -266,18 +282,9 @@ struct ModelDirectory::State {
   // model that turned out larger than its file once loaded).
   void trim(std::vector<std::shared_ptr<ModelInstance>>& unloaded) {
     for (;;) {
-      uint64_t used = 0;
-      Entry* victim = nullptr;
-      for (const EntryPtr& p : entries) {
-        Entry& other = *p;
-        if (!(other.loaded() || other.loading)) continue;
-        used += other.needs();
-        const bool idle = other.instance && other.requests == 0 && !other.loading;
-        if (idle && (victim == nullptr || other.last_used < victim->last_used)) victim = &other;
-      }
-      if (used <= options.max_memory_bytes || victim == nullptr) return;
-      unloaded.push_back(std::move(victim->instance));
-      victim->keep_alive.reset();
+      const Usage all = usage(nullptr);
+      if (all.bytes <= options.max_memory_bytes || all.lru_idle == nullptr) return;
+      unload(*all.lru_idle, unloaded);
     }
   }
 
@@ -291,10 +298,7 @@ struct ModelDirectory::State {
         Entry& e = *p;
         if (!e.instance || e.requests > 0 || e.loading) continue;
         const KeepAlive keep = keep_alive_of(e);
-        if (keep.count() >= 0 && now - e.last_used >= keep) {
-          expired.push_back(std::move(e.instance));
-          e.keep_alive.reset();
-        }
+        if (keep.count() >= 0 && now - e.last_used >= keep) unload(e, expired);
       }
       // A model loaded while the one it should have replaced was still busy (its size beyond
       // its file known only once loaded) leaves the budget exceeded until that one is idle.
