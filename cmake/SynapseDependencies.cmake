@@ -24,6 +24,8 @@ target_link_libraries(synapse_pcre2 INTERFACE PkgConfig::PCRE2)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc>=2.5)
 add_library(synapse_utf8proc INTERFACE)
 target_link_libraries(synapse_utf8proc INTERFACE PkgConfig::UTF8PROC)
+# libpq (PostgreSQL's C client): the job store that several `synapse serve` nodes share.
+pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq>=13)
 
 # cpp-httplib (the HTTP server): Debian builds it as a shared library; its pkg-config file carries
 # the feature defines the library was compiled with, which the header must see too.

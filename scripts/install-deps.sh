@@ -17,6 +17,7 @@ packages=(
   clang-format clang-tidy
   curl                                   # serve e2e tests: raw HTTP
   libcurl4-openssl-dev                   # hub: HTTP client for `synapse pull`
+  libpq-dev postgresql                   # jobs: the shared PostgreSQL store; its tests' server
 )
 
 missing=()
