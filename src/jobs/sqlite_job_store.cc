@@ -6,12 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <utility>
 
 #include "base/echo.h"
-#include "base/hash.h"
-#include "jobs/sqlite_job_store_internal.h"
+#include "jobs/job_store_common.h"
 #include "jobs/submission.h"
 
 namespace synapse::jobs {
@@ -111,46 +109,6 @@ CREATE TABLE openai_batches(
 ) WITHOUT ROWID;
 )sql";
 
-std::string new_job_id() {
-  // 96 random bits: ids from concurrent processes never collide in practice.
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  std::array<uint8_t, 12> bytes{};
-  for (uint8_t& byte : bytes) byte = static_cast<uint8_t>(generator());
-  return "job_" + to_hex(bytes);
-}
-
-std::string line_errors_json(const std::vector<LineError>& errors) {
-  nlohmann::json array = nlohmann::json::array();
-  for (const LineError& error : errors) {
-    array.push_back({{"line", error.line},
-                     {"code", std::string(error_code_name(error.code))},
-                     {"message", error.message}});
-  }
-  return array.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// One JSONL line of a result page.
-std::string result_line(std::string_view custom_id, const ItemOutcome& outcome) {
-  const nlohmann::json id(custom_id);
-  std::string line = "{\"custom_id\":" + id.dump();
-  if (outcome.error == ErrorCode::kOk) {
-    line += ",\"response\":";
-    line += outcome.response_json;
-  } else {
-    const nlohmann::json error = {{"code", std::string(error_code_name(outcome.error))},
-                                  {"message", outcome.error_message}};
-    line += ",\"error\":" + error.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  }
-  line += "}\n";
-  return line;
-}
-
-bool is_json_object(std::string_view text) {
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  return first != std::string_view::npos && text[first] == '{' &&
-         nlohmann::json::accept(text.begin(), text.end());
-}
-
 }  // namespace
 
 SqliteJobStore::SqliteJobStore(SqliteDb db, SqliteJobStoreOptions options)
@@ -233,13 +191,7 @@ Status SqliteJobStore::add_event(std::string_view job_id, int64_t time_ms, std::
 
 Result<SubmitResult> SqliteJobStore::submit(const Submission& submission,
                                             std::optional<std::string_view> idempotency_key) {
-  if (submission.requests.empty()) {
-    return Status(ErrorCode::kInvalidArgument, "a job needs at least one valid request");
-  }
-  if (idempotency_key && (idempotency_key->empty() || idempotency_key->size() > 255)) {
-    return Status(ErrorCode::kInvalidField, "an idempotency key has 1 to 255 bytes",
-                  ErrorWhere{.field = "Idempotency-Key"});
-  }
+  SYN_RETURN_IF_ERROR(check_submission(submission, idempotency_key));
   const std::string digest = submission_digest(submission);
   const std::lock_guard lock(mutex_);
   // BEGIN IMMEDIATE takes the write lock before the lookup: two submits of the same request
@@ -274,9 +226,7 @@ Result<SubmitResult> SqliteJobStore::submit(const Submission& submission,
 
   const int64_t now = now_ms();
   const std::string id = new_job_id();
-  // A hand-built Submission may list errors without counting them.
-  const int64_t invalid_lines =
-      std::max(submission.invalid_lines, static_cast<int64_t>(submission.line_errors.size()));
+  const int64_t invalid_lines = invalid_line_count(submission);
   const int64_t execution_ttl_ms =
       submission.execution_ttl_ms.value_or(options_.default_execution_ttl_ms);
   SYN_ASSIGN_OR_RETURN(
@@ -384,17 +334,7 @@ Status SqliteJobStore::check_lease(const Lease& lease) {
   select.bind(1, lease.job_id);
   SYN_ASSIGN_OR_RETURN(const bool found, select.step());
   if (!found) return job_not_found(lease.job_id);
-  const std::string state = select.column_text(0);
-  if (state == "cancelled") {
-    return Status(ErrorCode::kJobCancelled, "job " + lease.job_id + " was cancelled");
-  }
-  if (state != "running" || select.column_int(1) != lease.epoch) {
-    return Status(ErrorCode::kLeaseLost, "the lease of job " + lease.job_id + " at epoch " +
-                                             std::to_string(lease.epoch) +
-                                             " is no longer current (job " + state + ", epoch " +
-                                             std::to_string(select.column_int(1)) + ")");
-  }
-  return ok_status();
+  return check_lease_state(lease, select.column_text(0), select.column_int(1));
 }
 
 Result<NextItems> SqliteJobStore::next_items(const Lease& lease, int64_t max_items) {
@@ -444,24 +384,7 @@ Result<NextItems> SqliteJobStore::next_items(const Lease& lease, int64_t max_ite
 
 Result<CommitResult> SqliteJobStore::commit_page(const Lease& lease,
                                                  const std::vector<ItemOutcome>& outcomes) {
-  std::vector<const ItemOutcome*> sorted;
-  sorted.reserve(outcomes.size());
-  for (const ItemOutcome& outcome : outcomes) {
-    if (outcome.error == ErrorCode::kOk && !is_json_object(outcome.response_json)) {
-      return Status(
-          ErrorCode::kInvalidArgument,
-          "the response of item " + std::to_string(outcome.index) + " is not a JSON object");
-    }
-    sorted.push_back(&outcome);
-  }
-  std::sort(sorted.begin(), sorted.end(),
-            [](const ItemOutcome* a, const ItemOutcome* b) { return a->index < b->index; });
-  for (size_t i = 1; i < sorted.size(); ++i) {
-    if (sorted[i]->index == sorted[i - 1]->index) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "item " + std::to_string(sorted[i]->index) + " appears twice in one commit");
-    }
-  }
+  SYN_ASSIGN_OR_RETURN(const std::vector<const ItemOutcome*> sorted, sorted_outcomes(outcomes));
 
   const std::lock_guard lock(mutex_);
   const int64_t now = now_ms();
@@ -543,9 +466,8 @@ Result<CommitResult> SqliteJobStore::commit_page(const Lease& lease,
                            error_code_info(outcome->error).retry == Retry::kTransient;
     if (transient && attempts < options_.max_item_attempts) {
       // Exponential back-off, recorded as the item's not-before time.
-      const int shift = static_cast<int>(std::min<int64_t>(attempts - 1, 30));
       const int64_t backoff_ms =
-          std::min(options_.max_retry_backoff_ms, options_.retry_backoff_ms << shift);
+          retry_backoff_ms(attempts, options_.retry_backoff_ms, options_.max_retry_backoff_ms);
       retry_item.reset();
       retry_item.bind(1, now + backoff_ms)
           .bind(2, error_code_name(outcome->error))

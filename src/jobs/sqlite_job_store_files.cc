@@ -2,30 +2,14 @@
 // SqliteJobStore: the files of OpenAI's /v1/files (batch input files). Output and error files are
 // not stored here; the server presents them as views of a batch's result pages.
 #include <algorithm>
-#include <array>
-#include <random>
 
-#include "base/echo.h"
-#include "base/hash.h"
+#include "jobs/job_store_common.h"
 #include "jobs/sqlite_job_store.h"
 
 namespace synapse::jobs {
 namespace {
 
 constexpr std::string_view kFileColumns = "id, filename, purpose, bytes, created_ms";
-
-std::string new_file_id() {
-  // 96 random bits, like job ids.
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  std::array<uint8_t, 12> bytes{};
-  for (uint8_t& byte : bytes) byte = static_cast<uint8_t>(generator());
-  return "file-" + to_hex(bytes);
-}
-
-Status file_not_found(std::string_view file_id) {
-  return Status(ErrorCode::kNotFound, "no file '" + clip_for_echo(file_id) + "'",
-                ErrorWhere{.field = "file_id"});
-}
 
 StoredFile read_file(const SqliteStatement& row) {
   return StoredFile{.id = row.column_text(0),
@@ -39,20 +23,7 @@ StoredFile read_file(const SqliteStatement& row) {
 
 Result<StoredFile> SqliteJobStore::create_file(std::string_view filename, std::string_view purpose,
                                                std::string_view content) {
-  if (static_cast<int64_t>(content.size()) > options_.max_file_bytes) {
-    return Status(ErrorCode::kRequestTooLarge,
-                  "the file has " + std::to_string(content.size()) + " bytes; at most " +
-                      std::to_string(options_.max_file_bytes) + " are accepted",
-                  ErrorWhere{.field = "file"});
-  }
-  if (purpose.empty()) {
-    return Status(ErrorCode::kInvalidField, "a file needs a purpose",
-                  ErrorWhere{.field = "purpose"});
-  }
-  if (filename.size() > 255) {
-    return Status(ErrorCode::kInvalidField, "a filename has at most 255 bytes",
-                  ErrorWhere{.field = "file"});
-  }
+  SYN_RETURN_IF_ERROR(check_new_file(filename, purpose, content.size(), options_.max_file_bytes));
   const std::lock_guard lock(mutex_);
   StoredFile file{.id = new_file_id(),
                   .filename = std::string(filename),

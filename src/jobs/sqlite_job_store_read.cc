@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // SqliteJobStore: reading jobs, pages, items and events, listing, and retention.
-#include <nlohmann/json.hpp>
 #include <utility>
 
+#include "jobs/job_store_common.h"
 #include "jobs/sqlite_job_store.h"
-#include "jobs/sqlite_job_store_internal.h"
 
 namespace synapse::jobs {
 namespace {
@@ -48,22 +47,7 @@ JobInfo read_job(const SqliteStatement& row, bool with_line_errors) {
                                    .completion_window = row.column_text(24),
                                    .metadata_json = row.column_text(25)};
   }
-  if (with_line_errors) {
-    // Written by this store; a parse failure would mean corruption, shown as no details.
-    const std::string text = row.column_text(21);
-    const nlohmann::json errors = nlohmann::json::parse(text, nullptr, false);
-    if (errors.is_array()) {
-      for (const nlohmann::json& error : errors) {
-        if (!error.is_object() || !error.value("line", nlohmann::json()).is_number_integer()) {
-          continue;
-        }
-        job.line_errors.push_back(LineError{
-            .line = error["line"].get<int64_t>(),
-            .code = error_code_from_name(error.value("code", "")).value_or(ErrorCode::kInternal),
-            .message = error.value("message", "")});
-      }
-    }
-  }
+  if (with_line_errors) job.line_errors = parse_line_errors(row.column_text(21));
   return job;
 }
 
