@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// SqliteJobStore's files and OpenAI batch attributes (schema version 2), the in-place upgrade of
-// a version-1 database, and restrict_to_endpoint.
+// The stores' files and OpenAI batch attributes, on both backends (SQLite, PostgreSQL); the
+// in-place upgrade of a version-1 SQLite database; restrict_to_endpoint.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 
+#include "jobs/job_store_testing.h"
 #include "jobs/sqlite_job_store.h"
 #include "jobs/submission.h"
 #include "tests/support/test_support.h"
@@ -29,6 +30,24 @@ std::unique_ptr<SqliteJobStore> open_store(const std::string& path,
   return store.ok() ? std::move(store).value() : nullptr;
 }
 
+class JobStoreFiles : public ::testing::TestWithParam<StoreBackend> {
+ protected:
+  void SetUp() override {
+    SYN_TEST_STORE(location, GetParam());
+    location_ = std::move(location);
+  }
+  std::unique_ptr<JobStore> open(TestStoreOptions options = {}) {
+    Result<std::unique_ptr<JobStore>> store = location_->open(std::move(options));
+    EXPECT_TRUE(store.ok()) << store.status().to_string();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+  std::unique_ptr<TestStore> location_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, JobStoreFiles,
+                         ::testing::Values(StoreBackend::kSqlite, StoreBackend::kPostgres),
+                         store_backend_name);
+
 int64_t schema_version(const std::string& path) {
   Result<SqliteDb> db = SqliteDb::open(path, 1000);
   if (!db.ok()) return -1;
@@ -39,9 +58,8 @@ int64_t schema_version(const std::string& path) {
   return select->column_int(0);
 }
 
-TEST(JobStoreFiles, CreateGetListDelete) {
-  TempDir dir;
-  std::unique_ptr<SqliteJobStore> store = open_store(dir.file("jobs.db"));
+TEST_P(JobStoreFiles, CreateGetListDelete) {
+  std::unique_ptr<JobStore> store = open();
   ASSERT_TRUE(store);
   const std::string content("line one\n\0binary\n", 18);
   Result<StoredFile> first = store->create_file("in.jsonl", "batch", content);
@@ -70,10 +88,8 @@ TEST(JobStoreFiles, CreateGetListDelete) {
   EXPECT_EQ(store->get_file("file-nope").status().where().field, "file_id");
 }
 
-TEST(JobStoreFiles, LimitsAreClearErrors) {
-  TempDir dir;
-  std::unique_ptr<SqliteJobStore> store =
-      open_store(dir.file("jobs.db"), SqliteJobStoreOptions{.max_file_bytes = 10});
+TEST_P(JobStoreFiles, LimitsAreClearErrors) {
+  std::unique_ptr<JobStore> store = open({.max_file_bytes = 10});
   ASSERT_TRUE(store);
   EXPECT_EQ(store->create_file("f", "batch", std::string(11, 'x')).status().code(),
             ErrorCode::kRequestTooLarge);
@@ -83,9 +99,8 @@ TEST(JobStoreFiles, LimitsAreClearErrors) {
             ErrorCode::kInvalidField);
 }
 
-TEST(JobStoreFiles, BatchAttributesTravelWithTheJob) {
-  TempDir dir;
-  std::unique_ptr<SqliteJobStore> store = open_store(dir.file("jobs.db"));
+TEST_P(JobStoreFiles, BatchAttributesTravelWithTheJob) {
+  std::unique_ptr<JobStore> store = open();
   ASSERT_TRUE(store);
   Submission batch = one_request("a");
   batch.openai_batch = OpenAiBatch{.input_file_id = "file-1",
@@ -108,7 +123,7 @@ TEST(JobStoreFiles, BatchAttributesTravelWithTheJob) {
   EXPECT_FALSE(store->list_jobs({})->front().openai_batch);  // the plain job, newest
 }
 
-TEST(JobStoreFiles, VersionOneDatabaseUpgradesInPlace) {
+TEST(SqliteJobStoreFiles, VersionOneDatabaseUpgradesInPlace) {
   TempDir dir;
   const std::string path = dir.file("jobs.db");
   std::string job_id;
