@@ -49,6 +49,9 @@ constexpr auto kEndpoints = std::to_array<Endpoint>({
     {"POST", "/api/pull", kOllamaPull, kModel},
     {"DELETE", "/api/delete", kOllamaDelete, kModel},
     {"POST", "/api/copy", kOllamaCopy, kModel},
+    // The web UI's files are open: the page itself asks for the key (GET / serves the page).
+    {"GET", "/ui/{file}", kWebAsset, kServer, false, true},
+    {"GET", "/v1/system", kSystemInfo, kServer},
 });
 
 // A literal segment matches itself, a {name} segment any one non-empty segment.

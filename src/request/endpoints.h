@@ -56,6 +56,9 @@ enum class EndpointKind {
   kOllamaPull,
   kOllamaDelete,
   kOllamaCopy,
+  // The web UI (server/web_routes.h, docs/web.md): its files, and the machine facts it shows.
+  kWebAsset,
+  kSystemInfo,
 };
 
 // Which part of the server answers an endpoint: its routes exist only when that part is served.

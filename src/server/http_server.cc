@@ -14,6 +14,7 @@
 #include "server/model_admin_routes.h"
 #include "server/model_routes.h"
 #include "server/ollama_routes.h"
+#include "server/web_routes.h"
 
 namespace synapse::server {
 namespace {
@@ -112,12 +113,20 @@ std::optional<http::Handler> route_for(const request::Endpoint& endpoint,
                                        const api::RequestLimits& limits) {
   switch (endpoint.group) {
     case request::EndpointGroup::kServer:
+      if (auto handler = web_route(endpoint.kind)) return handler;
       return server_route(endpoint.kind, options, metrics);
-    case request::EndpointGroup::kModel:
+    case request::EndpointGroup::kModel: {
       if (options.models == nullptr) return std::nullopt;
       if (auto handler = model_route(endpoint.kind, *options.models, limits)) return handler;
       if (auto handler = model_admin_route(endpoint.kind, options.admin, limits)) return handler;
-      return ollama_route(endpoint.kind, *options.models, options.admin, limits);
+      std::optional<http::Handler> handler =
+          ollama_route(endpoint.kind, *options.models, options.admin, limits);
+      // GET / is Ollama's probe and the web UI's page: browsers get the page.
+      if (handler && endpoint.kind == request::EndpointKind::kOllamaRoot) {
+        return web_root(*handler);
+      }
+      return handler;
+    }
     case request::EndpointGroup::kJobs:
       if (options.jobs == nullptr || options.jobs->store == nullptr) return std::nullopt;
       if (auto handler = job_route(endpoint.kind, *options.jobs)) return handler;
