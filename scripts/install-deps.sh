@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Synapse builds and tests with, skipping those already present.
 # Runs apt-get only when something is missing (as root, or through sudo). Then installs the
-# official OpenAI SDK for Node, zod, ajv and the JSON Schema Test Suite into build/npm, for the
-# serve e2e and constraint tests (clients and data no one here wrote); each is skipped when
-# present; all with SYNAPSE_SKIP_NPM=1.
+# official OpenAI SDK for Node, zod, ajv, the JSON Schema Test Suite and puppeteer-core into
+# build/npm, for the serve e2e, constraint and web UI tests (clients and data no one here
+# wrote); each is skipped when present; all with SYNAPSE_SKIP_NPM=1.
 set -euo pipefail
 
 packages=(
@@ -16,6 +16,7 @@ packages=(
   libcpp-httplib-dev                     # server: HTTP (brings OpenSSL, zlib, brotli headers)
   clang-format clang-tidy
   curl                                   # serve e2e tests: raw HTTP
+  chromium                               # web UI e2e test: the headless browser
   libcurl4-openssl-dev                   # hub: HTTP client for `synapse pull`
   libpq-dev postgresql                   # jobs: the shared PostgreSQL store; its tests' server
 )
@@ -43,7 +44,8 @@ fi
 npm_dir="$(cd "$(dirname "$0")/.." && pwd)/build/npm"
 # The official OpenAI SDK (serve e2e tests), zod for its structured-output helpers, ajv to
 # validate constrained replies, and the JSON Schema Test Suite (constraint tests).
-npm_packages=(openai ollama zod ajv ajv-formats json-schema-test-suite)
+# puppeteer-core drives the system chromium in the web UI test (it downloads no browser).
+npm_packages=(openai ollama zod ajv ajv-formats json-schema-test-suite puppeteer-core)
 if [ "${SYNAPSE_SKIP_NPM:-0}" != 1 ]; then
   need=()
   for package in "${npm_packages[@]}"; do
