@@ -137,6 +137,22 @@ async function chatStreamsAndStops(page) {
   check(again.state === 'done', 'regenerated: ' + JSON.stringify(again));
   check(await page.$$eval('#chat-log li.msg', (l) => l.length) === 4, 'regenerate replaced the answer');
 
+  // The JSON-schema box: the answer is constrained to the schema (response_format json_schema).
+  await page.click('#chat-use-schema');
+  await page.$eval('#chat-schema', (el) => {
+    el.value = JSON.stringify({ type: 'object', properties: { answer: { enum: ['yes', 'no'] } },
+                                required: ['answer'], additionalProperties: false });
+    el.dispatchEvent(new Event('change'));
+  });
+  await setField(page, '#chat-max-tokens', '60');
+  await send(page, 'Yes or no?');
+  const structured = await waitAnswerState(page, ['done', 'error']);
+  check(structured.state === 'done', 'structured answer: ' + JSON.stringify(structured));
+  const parsed = JSON.parse(structured.text);
+  check(['yes', 'no'].includes(parsed.answer), 'the answer follows the schema: ' + structured.text);
+  seen.structured = parsed;
+  await page.click('#chat-use-schema');
+
   // Narrow screens: one column, nothing wider than the viewport.
   await page.setViewport({ width: 375, height: 800 });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
