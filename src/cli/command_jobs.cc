@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `synapse jobs submit|list|show|results|cancel`: durable batch jobs, straight on the job
-// database (--db, default <state directory>/jobs.db). SQLite's WAL lets this run beside
-// `synapse serve`, whose executor runs the jobs; this command only writes submissions and
-// cancels and reads state and results. JSON output is the /v1/jobs shape (jobs/job_json.h).
+// database (--db: a path or a postgresql:// URL; default $SYNAPSE_JOBS_DB, else
+// <state directory>/jobs.db). SQLite's WAL (or PostgreSQL) lets this run beside `synapse serve`,
+// whose executor runs the jobs; this command only writes submissions and cancels and reads state
+// and results. JSON output is the /v1/jobs shape (jobs/job_json.h).
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -21,7 +22,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "jobs/job_json.h"
-#include "jobs/sqlite_job_store.h"
+#include "jobs/job_store_open.h"
 #include "jobs/submission.h"
 #include "request/endpoints.h"
 
@@ -30,7 +31,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 using jobs::JobInfo;
-using jobs::SqliteJobStore;
+using jobs::JobStore;
 
 // How often `submit --wait` looks at the job: progress moves page by page, so a few looks a
 // second are enough and cost the executor nothing (WAL readers do not block it).
@@ -64,15 +65,16 @@ std::string time_text(int64_t ms) {
   return fmt::format("{:%Y-%m-%d %H:%M:%S}", local);
 }
 
-// Opens --db, or the shared database of the state directory (created when missing, as
-// `synapse serve` would).
-Result<std::unique_ptr<SqliteJobStore>> open_store(const Options& o) {
-  std::string path = o.db;
-  if (path.empty()) {
-    SYN_ASSIGN_OR_RETURN(path, jobs_database_path());
-    SYN_RETURN_IF_ERROR(create_directories(std::filesystem::path(path).parent_path().string()));
+// Opens --db (or $SYNAPSE_JOBS_DB), or the shared database of the state directory (created when
+// missing, as `synapse serve` would).
+Result<std::unique_ptr<JobStore>> open_store(const Options& o) {
+  std::string location = jobs::job_store_location(o.db);
+  if (location.empty()) {
+    SYN_ASSIGN_OR_RETURN(location, jobs_database_path());
+    SYN_RETURN_IF_ERROR(create_directories(std::filesystem::path(location).parent_path().string()));
   }
-  return SqliteJobStore::open(path);
+  SYN_ASSIGN_OR_RETURN(jobs::OpenedJobStore opened, jobs::open_job_store(location));
+  return std::move(opened.store);
 }
 
 // The submission file, or stdin for "-"; refused past the submission size limit before it is
@@ -113,7 +115,7 @@ void print_line_errors(const JobInfo& job) {
 }
 
 // Polls until the job is terminal, drawing progress on a terminal (silent otherwise).
-Result<JobInfo> wait_for(SqliteJobStore& store, const JobInfo& submitted) {
+Result<JobInfo> wait_for(JobStore& store, const JobInfo& submitted) {
   ProgressLine progress(submitted.id, static_cast<uint64_t>(submitted.counts.total));
   JobInfo job = submitted;
   while (!jobs::is_terminal(job.state)) {
@@ -129,7 +131,7 @@ std::string done_text(const JobInfo& job) {
   return fmt::format("{}/{}", job.counts.succeeded + job.counts.failed, job.counts.total);
 }
 
-int run_submit(SqliteJobStore& store, const Options& o) {
+int run_submit(JobStore& store, const Options& o) {
   jobs::SubmissionLimits limits;
   limits.item_urls = request::job_item_urls();
   Result<std::string> text = read_input(o.input, limits.max_input_bytes);
@@ -166,7 +168,7 @@ int run_submit(SqliteJobStore& store, const Options& o) {
   return !o.wait || job.state == jobs::JobState::kCompleted ? kExitOk : kExitFailure;
 }
 
-int run_list(SqliteJobStore& store, const Options& o) {
+int run_list(JobStore& store, const Options& o) {
   const std::string limit_text = std::to_string(o.limit);
   Result<jobs::JobFilter> filter = jobs::parse_job_filter(
       {.status = o.status.empty() ? std::nullopt : std::optional<std::string_view>(o.status),
@@ -198,7 +200,7 @@ int run_list(SqliteJobStore& store, const Options& o) {
   return kExitOk;
 }
 
-int run_show(SqliteJobStore& store, const Options& o) {
+int run_show(JobStore& store, const Options& o) {
   Result<JobInfo> job = store.get_job(o.id);
   if (!job.ok()) return fail(job.status());
   if (o.json) {
@@ -235,7 +237,7 @@ int run_show(SqliteJobStore& store, const Options& o) {
 
 // Writes the JSONL of one page or of every committed page, in page order: the lines of OpenAI's
 // batch output file.
-int run_results(SqliteJobStore& store, const Options& o) {
+int run_results(JobStore& store, const Options& o) {
   Result<JobInfo> job = store.get_job(o.id);
   if (!job.ok()) return fail(job.status());
   std::string jsonl;
@@ -273,7 +275,7 @@ int run_results(SqliteJobStore& store, const Options& o) {
   return kExitOk;
 }
 
-int run_cancel(SqliteJobStore& store, const Options& o) {
+int run_cancel(JobStore& store, const Options& o) {
   Result<JobInfo> before = store.get_job(o.id);
   if (!before.ok()) return fail(before.status());
   Result<JobInfo> job = store.cancel(o.id);
@@ -299,11 +301,11 @@ void add_jobs_command(CLI::App& app, int& exit_code) {
   jobs_cmd->require_subcommand(1);
   jobs_cmd->fallthrough();  // --db also after the subcommand: `synapse jobs list --db X`
   jobs_cmd->add_option("--db", o->db,
-                       "Job database (default: <state directory>/jobs.db, shared with "
-                       "`synapse serve`)");
-  const auto with_store = [o, &exit_code](int (*run)(SqliteJobStore&, const Options&)) {
+                       "Job database: a path or a postgresql:// URL (default: $SYNAPSE_JOBS_DB, "
+                       "else <state directory>/jobs.db, shared with `synapse serve`)");
+  const auto with_store = [o, &exit_code](int (*run)(JobStore&, const Options&)) {
     return [o, &exit_code, run] {
-      Result<std::unique_ptr<SqliteJobStore>> store = open_store(*o);
+      Result<std::unique_ptr<JobStore>> store = open_store(*o);
       exit_code = store.ok() ? run(**store, *o) : fail(store.status());
     };
   };

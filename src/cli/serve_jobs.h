@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The durable-jobs part of `synapse serve`: opens the job database (shared with `synapse jobs`),
 // hands the HTTP server its job routes and runs the JobWorker that executes the jobs through the
-// served model. `--jobs-db PATH` (default: the state directory's jobs.db), `--job-workers N`
-// (jobs executed at the same time; 0: accept and show jobs but execute none), `--no-jobs`.
+// served model. `--jobs-db PATH|postgresql://URL` (default: $SYNAPSE_JOBS_DB, else the state
+// directory's jobs.db; a PostgreSQL URL shares the jobs with every node pointed at it),
+// `--job-workers N` (jobs executed at the same time; 0: accept and show jobs but execute none),
+// `--no-jobs`.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,7 +12,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "jobs/sqlite_job_store.h"
+#include "jobs/job_store.h"
 #include "request/job_worker.h"
 #include "server/jobs_api.h"
 
@@ -18,7 +20,7 @@ namespace synapse::cli {
 
 struct ServeJobsOptions {
   bool disabled = false;
-  std::string database;  // empty: jobs_database_path()
+  std::string database;  // empty: $SYNAPSE_JOBS_DB, else jobs_database_path()
   size_t workers = 2;
 };
 
@@ -33,6 +35,7 @@ class ServeJobs {
   ~ServeJobs();  // stop()
 
   const server::JobsApi* api() const { return &api_; }
+  // The path, or the URL without its password.
   const std::string& database() const { return database_; }
   // Stops executing: items in flight are cancelled and run again after the next start.
   void stop();
@@ -40,7 +43,7 @@ class ServeJobs {
  private:
   ServeJobs() = default;
   std::string database_;
-  std::unique_ptr<jobs::SqliteJobStore> store_;
+  std::unique_ptr<jobs::JobStore> store_;
   std::unique_ptr<request::JobWorker> worker_;
   server::JobsApi api_;
 };
