@@ -18,6 +18,9 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 constexpr size_t kQK = 256;
 constexpr size_t kQ8KBytes = 292;  // BlockQ8_K: float d, 256 int8, 16 int16 bsums
 constexpr size_t kMaxColumns = 8;  // columns handled per pass over a row
+// Decode streams and their prefetch distance (see rows_kernel), measured like AVX-512's.
+constexpr size_t kStreams = 2;
+constexpr size_t kPrefetchBytes = 2048;
 
 struct Unpacked {
   alignas(32) uint8_t q[kQK];
@@ -179,11 +182,89 @@ inline __m256i chunk_scales(__m256i scales, int j) {
   return _mm256_shuffle_epi8(both, spread);
 }
 
+// One unpacked super-block against one column's Q8_K block: adds d * dx * sum_s scale_s * (q . x)_s
+// to acc and dmin * dx * sum_s min_s * bsum_s to acc_min. Decode and batched columns both go
+// through here, so a row's result does not depend on how many columns share the pass.
 template <typename W>
-void dot_k(const DotTile& t) {
+inline void accumulate_block(const Unpacked& u, const __m256i (&sc)[8], const uint8_t* xb,
+                             __m256& acc, __m256& acc_min) {
   constexpr int kOffsetShift = W::kOffset == 0 ? -1 : (W::kOffset == 4 ? 2 : 5);
   static_assert(W::kOffset == 0 || W::kOffset == 4 || W::kOffset == 32, "offset is 4 or 32");
+  float dx;
+  std::memcpy(&dx, xb, sizeof(dx));
+  const uint8_t* xq = xb + 4;
+  __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * j));
+    const __m256i xj = load_256(xq + 32 * j);
+    const __m256i pairs = is_signed<W>()
+                              ? _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(xj, q))
+                              : _mm256_maddubs_epi16(q, xj);
+    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, sc[j]));
+  }
+  const __m256i bsums = load_256(xb + 260);
+  if constexpr (kOffsetShift >= 0) {  // offset * sum_s scale_s * bsum_s
+    isum =
+        _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(bsums, u.scales), kOffsetShift));
+  }
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dx * u.d), acc);
+  acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, u.mins)),
+                            _mm256_set1_ps(dx * u.dmin), acc_min);
+}
+
+template <typename W>
+inline void unpack_block(const uint8_t* b, Unpacked& u, __m256i (&sc)[8]) {
+  W::unpack(b, u);
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) sc[j] = chunk_scales(u.scales, j);
+}
+
+// Decode: R rows from far apart against one column, each row one sequential stream prefetched
+// kPrefetchBytes ahead (several streams in the out-of-order window multiply the memory-level
+// parallelism; one row at a time left most of the bandwidth unused).
+template <typename W, size_t R>
+void rows_kernel(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, float* const* y) {
+  Unpacked u[R];
+  __m256 acc[R], acc_min[R];
+  for (size_t r = 0; r < R; ++r) acc[r] = acc_min[r] = _mm256_setzero_ps();
+  for (size_t b = 0; b < n_blocks; ++b) {
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      const uint8_t* wb = w[r] + b * W::kBytes;
+      for (size_t line = 0; line < W::kBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes + line), _MM_HINT_T0);
+      }
+      __m256i sc[8];
+      unpack_block<W>(wb, u[r], sc);
+      accumulate_block<W>(u[r], sc, x + b * kQ8KBytes, acc[r], acc_min[r]);
+    }
+  }
+  for (size_t r = 0; r < R; ++r) *y[r] = hsum(_mm256_sub_ps(acc[r], acc_min[r]));
+}
+
+template <typename W>
+void dot_k(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
+  if (t.n_cols == 1) {
+    for_row_streams<kStreams>(
+        t.n_rows,
+        [&](const size_t(&rows)[kStreams]) {
+          const uint8_t* w[kStreams];
+          float* y[kStreams];
+          for (size_t p = 0; p < kStreams; ++p) {
+            w[p] = t.w + rows[p] * t.w_stride;
+            y[p] = t.y + rows[p];
+          }
+          rows_kernel<W, kStreams>(w, t.x, n_blocks, y);
+        },
+        [&](size_t r) {
+          const uint8_t* w = t.w + r * t.w_stride;
+          float* y = t.y + r;
+          rows_kernel<W, 1>(&w, t.x, n_blocks, &y);
+        });
+    return;
+  }
   Unpacked u;
   for (size_t c0 = 0; c0 < t.n_cols; c0 += kMaxColumns) {
     const size_t n_cols = t.n_cols - c0 < kMaxColumns ? t.n_cols - c0 : kMaxColumns;
@@ -191,33 +272,11 @@ void dot_k(const DotTile& t) {
       __m256 acc[kMaxColumns], acc_min[kMaxColumns];
       for (size_t c = 0; c < n_cols; ++c) acc[c] = acc_min[c] = _mm256_setzero_ps();
       for (size_t b = 0; b < n_blocks; ++b) {
-        W::unpack(t.w + r * t.w_stride + b * W::kBytes, u);
         __m256i sc[8];
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) sc[j] = chunk_scales(u.scales, j);
+        unpack_block<W>(t.w + r * t.w_stride + b * W::kBytes, u, sc);
         for (size_t c = 0; c < n_cols; ++c) {
-          const uint8_t* xb = t.x + (c0 + c) * t.x_stride + b * kQ8KBytes;
-          float dx;
-          std::memcpy(&dx, xb, sizeof(dx));
-          const uint8_t* xq = xb + 4;
-          __m256i isum = _mm256_setzero_si256();
-#pragma GCC unroll 8
-          for (int j = 0; j < 8; ++j) {
-            const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * j));
-            const __m256i xj = load_256(xq + 32 * j);
-            const __m256i pairs =
-                is_signed<W>() ? _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(xj, q))
-                               : _mm256_maddubs_epi16(q, xj);
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, sc[j]));
-          }
-          const __m256i bsums = load_256(xb + 260);
-          if constexpr (kOffsetShift >= 0) {  // offset * sum_s scale_s * bsum_s
-            isum = _mm256_sub_epi32(
-                isum, _mm256_slli_epi32(_mm256_madd_epi16(bsums, u.scales), kOffsetShift));
-          }
-          acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dx * u.d), acc[c]);
-          acc_min[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, u.mins)),
-                                       _mm256_set1_ps(dx * u.dmin), acc_min[c]);
+          accumulate_block<W>(u, sc, t.x + (c0 + c) * t.x_stride + b * kQ8KBytes, acc[c],
+                              acc_min[c]);
         }
       }
       for (size_t c = 0; c < n_cols; ++c) {

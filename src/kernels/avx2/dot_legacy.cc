@@ -14,6 +14,12 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 
 constexpr size_t kQK = 32;
 constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
+// Decode streams and their prefetch distance (see rows_kernel), measured like AVX-512's.
+constexpr size_t kStreams = 2;
+constexpr size_t kPrefetchBytes = 2048;
+// Register tile of batched columns.
+constexpr size_t kTileRows = 3;
+constexpr size_t kTileCols = 4;
 
 // The unsigned levels of one weight block as 32 bytes in element order, its scale and (for the
 // types with a min) its offset value, and the level that represents zero (kOffset).
@@ -90,11 +96,11 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
   for (size_t b = 0; b < n_blocks; ++b) {
     __m256i xq[C], x_offset[C];
     __m256 x_sum[C];
-    float dx[C];
+    __m256 dx[C];
 #pragma GCC unroll 8
     for (size_t c = 0; c < C; ++c) {
       const uint8_t* xb = x + c * x_stride + b * kQ8Bytes;
-      dx[c] = f16_to_f32(load_u16(xb));
+      dx[c] = _mm256_set1_ps(f16_to_f32(load_u16(xb)));
       xq[c] = load_256(xb + 2);
       if constexpr (W::kOffset != 0) {
         x_offset[c] = _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset), xq[c]);
@@ -108,16 +114,19 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
       const uint8_t* wb = w + r * w_stride + b * W::kBytes;
       const __m256i q = W::levels(wb);
       const __m256i q_unsigned = W::kSigned ? _mm256_abs_epi8(q) : q;
-      const float dw = f16_to_f32(load_u16(wb));
+      const __m256 dw = _mm256_set1_ps(f16_to_f32(load_u16(wb)));
+      __m256 min = _mm256_setzero_ps();
+      if constexpr (W::kHasMin) min = _mm256_set1_ps(W::min(wb));
 #pragma GCC unroll 8
       for (size_t c = 0; c < C; ++c) {
         __m256i pairs =
             _mm256_maddubs_epi16(q_unsigned, W::kSigned ? _mm256_sign_epi8(xq[c], q) : xq[c]);
         if constexpr (W::kOffset != 0) pairs = _mm256_sub_epi16(pairs, x_offset[c]);
         const __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones16));
-        acc[r][c] = _mm256_fmadd_ps(sum, _mm256_set1_ps(dw * dx[c]), acc[r][c]);
+        // dw * dx rounded once, as a vector: the same float as the scalar product.
+        acc[r][c] = _mm256_fmadd_ps(sum, _mm256_mul_ps(dw, dx[c]), acc[r][c]);
         if constexpr (W::kHasMin) {
-          acc[r][c] = _mm256_fmadd_ps(x_sum[c], _mm256_set1_ps(W::min(wb) * dx[c]), acc[r][c]);
+          acc[r][c] = _mm256_fmadd_ps(x_sum[c], _mm256_mul_ps(min, dx[c]), acc[r][c]);
         }
       }
     }
@@ -127,38 +136,92 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
   }
 }
 
-using Kernel = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, size_t, float*, size_t);
-
-// Covers the tile with 2x2 register tiles over column pairs and single rows for a last column:
-// one row at a time keeps the weights a single sequential stream, which the hardware prefetcher
-// follows at full bandwidth (four interleaved short rows measured at a third of it).
-void run_tiles(const DotTile& t, Kernel k22, Kernel k12, Kernel k11) {
-  const size_t n_blocks = t.k / kQK;
-  size_t c = 0;
-  for (; c + 2 <= t.n_cols; c += 2) {
-    const uint8_t* x = t.x + c * t.x_stride;
-    size_t r = 0;
-    for (; r + 2 <= t.n_rows; r += 2) {
-      k22(t.w + r * t.w_stride, t.w_stride, x, t.x_stride, n_blocks, t.y + c * t.y_stride + r,
-          t.y_stride);
-    }
-    for (; r < t.n_rows; ++r) {
-      k12(t.w + r * t.w_stride, t.w_stride, x, t.x_stride, n_blocks, t.y + c * t.y_stride + r,
-          t.y_stride);
+// Decode: R rows from far apart against one column, each row one sequential stream prefetched
+// kPrefetchBytes ahead -- several streams in the out-of-order window multiply the memory-level
+// parallelism (one row at a time reached a third of the bandwidth out of cache). Each row's
+// arithmetic is block_kernel<W, 1, 1>'s, step for step, so its result is bit-identical.
+template <typename W, size_t R>
+void rows_kernel(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, float* const* y) {
+  __m256 acc[R];
+  for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* xb = x + b * kQ8Bytes;
+    const float dx = f16_to_f32(load_u16(xb));
+    const __m256i xq = load_256(xb + 2);
+    __m256i x_offset = _mm256_setzero_si256();
+    if constexpr (W::kOffset != 0)
+      x_offset = _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset), xq);
+    __m256 x_sum = _mm256_setzero_ps();
+    if constexpr (W::kHasMin) x_sum = _mm256_cvtepi32_ps(madd_u8_s8(_mm256_set1_epi8(1), xq));
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      const uint8_t* wb = w[r] + b * W::kBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes), _MM_HINT_T0);
+      const __m256i q = W::levels(wb);
+      const __m256i q_unsigned = W::kSigned ? _mm256_abs_epi8(q) : q;
+      const float dw = f16_to_f32(load_u16(wb));
+      __m256i pairs = _mm256_maddubs_epi16(q_unsigned, W::kSigned ? _mm256_sign_epi8(xq, q) : xq);
+      if constexpr (W::kOffset != 0) pairs = _mm256_sub_epi16(pairs, x_offset);
+      const __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones16));
+      acc[r] = _mm256_fmadd_ps(sum, _mm256_set1_ps(dw * dx), acc[r]);
+      if constexpr (W::kHasMin) {
+        acc[r] = _mm256_fmadd_ps(x_sum, _mm256_set1_ps(W::min(wb) * dx), acc[r]);
+      }
     }
   }
-  if (c < t.n_cols) {
-    const uint8_t* x = t.x + c * t.x_stride;
-    for (size_t r = 0; r < t.n_rows; ++r) {
-      k11(t.w + r * t.w_stride, t.w_stride, x, t.x_stride, n_blocks, t.y + c * t.y_stride + r,
-          t.y_stride);
-    }
+  for (size_t r = 0; r < R; ++r) *y[r] = hsum(acc[r]);
+}
+
+// Covers the tile with R x C register tiles (kRows x kCols), then narrower column blocks and
+// single rows for what is left. Every register tile does each (row, column)'s arithmetic in
+// the same order, so the tiling never changes a result.
+template <typename W, size_t R, size_t C>
+void cover_rows(const DotTile& t, size_t c, size_t n_blocks) {
+  const uint8_t* x = t.x + c * t.x_stride;
+  size_t r = 0;
+  for (; r + R <= t.n_rows; r += R) {
+    block_kernel<W, R, C>(t.w + r * t.w_stride, t.w_stride, x, t.x_stride, n_blocks,
+                          t.y + c * t.y_stride + r, t.y_stride);
+  }
+  for (; r < t.n_rows; ++r) {
+    block_kernel<W, 1, C>(t.w + r * t.w_stride, t.w_stride, x, t.x_stride, n_blocks,
+                          t.y + c * t.y_stride + r, t.y_stride);
   }
 }
 
 template <typename W>
+void run_tiles(const DotTile& t) {
+  const size_t n_blocks = t.k / kQK;
+  size_t c = 0;
+  for (; c + kTileCols <= t.n_cols; c += kTileCols)
+    cover_rows<W, kTileRows, kTileCols>(t, c, n_blocks);
+  for (; c + 2 <= t.n_cols; c += 2) cover_rows<W, 2, 2>(t, c, n_blocks);
+  if (c < t.n_cols) cover_rows<W, 1, 1>(t, c, n_blocks);
+}
+
+template <typename W>
 void dot(const DotTile& t) {
-  run_tiles(t, block_kernel<W, 2, 2>, block_kernel<W, 1, 2>, block_kernel<W, 1, 1>);
+  if (t.n_cols == 1) {
+    const size_t n_blocks = t.k / kQK;
+    for_row_streams<kStreams>(
+        t.n_rows,
+        [&](const size_t(&rows)[kStreams]) {
+          const uint8_t* w[kStreams];
+          float* y[kStreams];
+          for (size_t p = 0; p < kStreams; ++p) {
+            w[p] = t.w + rows[p] * t.w_stride;
+            y[p] = t.y + rows[p];
+          }
+          rows_kernel<W, kStreams>(w, t.x, n_blocks, y);
+        },
+        [&](size_t r) {
+          block_kernel<W, 1, 1>(t.w + r * t.w_stride, t.w_stride, t.x, t.x_stride, n_blocks,
+                                t.y + r, t.y_stride);
+        });
+    return;
+  }
+  run_tiles<W>(t);
 }
 
 }  // namespace
