@@ -90,6 +90,11 @@ void ServiceMetrics::set_active_sequences(size_t n) {
   active_sequences_ = n;
 }
 
+void ServiceMetrics::set_running_sequences(RequestClass c, size_t n) {
+  std::lock_guard lock(mu_);
+  running_sequences_[static_cast<size_t>(c)] = n;
+}
+
 void ServiceMetrics::add_prompt_tokens(size_t prompt_tokens, size_t cached_tokens) {
   std::lock_guard lock(mu_);
   prompt_tokens_ += prompt_tokens;
@@ -156,6 +161,11 @@ std::string ServiceMetrics::render_prometheus() const {
   }
   header(out, "synapse_active_sequences", "gauge", "Requests holding a decode slot.");
   sample(out, "synapse_active_sequences", "", static_cast<double>(active_sequences_));
+  header(out, "synapse_running_sequences", "gauge", "Requests holding a decode slot, by class.");
+  for (size_t c = 0; c < kRequestClassCount; ++c) {
+    sample(out, "synapse_running_sequences", class_label(static_cast<RequestClass>(c)),
+           static_cast<double>(running_sequences_[c]));
+  }
   header(out, "synapse_prompt_tokens_total", "counter", "Prompt tokens of started requests.");
   sample(out, "synapse_prompt_tokens_total", "", static_cast<double>(prompt_tokens_));
   header(out, "synapse_prompt_tokens_cached_total", "counter",

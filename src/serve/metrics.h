@@ -43,6 +43,8 @@ class ServiceMetrics {
   void count_request(RequestClass c, std::string_view status);
   void set_queue_depth(RequestClass c, size_t depth);
   void set_active_sequences(size_t n);
+  // Of the active sequences, those of class `c`.
+  void set_running_sequences(RequestClass c, size_t n);
   void add_prompt_tokens(size_t prompt_tokens, size_t cached_tokens);
   void add_generated_tokens(size_t n);
   void observe_time_to_first_token(RequestClass c, double seconds);
@@ -61,6 +63,7 @@ class ServiceMetrics {
   std::map<std::pair<RequestClass, std::string>, uint64_t> requests_;
   std::array<size_t, kRequestClassCount> queue_depth_{};
   size_t active_sequences_ = 0;
+  std::array<size_t, kRequestClassCount> running_sequences_{};
   uint64_t prompt_tokens_ = 0;
   uint64_t cached_prompt_tokens_ = 0;
   uint64_t generated_tokens_ = 0;

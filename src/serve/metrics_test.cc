@@ -19,6 +19,7 @@ TEST(ServiceMetrics, RendersValidExpositionFormat) {
   m.count_request(RequestClass::kInteractive, "stop");
   m.count_request(RequestClass::kBackground, "queue_full");
   m.set_queue_depth(RequestClass::kBatch, 3);
+  m.set_running_sequences(RequestClass::kBackground, 2);
   m.add_prompt_tokens(100, 40);
   m.add_generated_tokens(7);
   m.observe_time_to_first_token(RequestClass::kInteractive, 0.02);
@@ -60,6 +61,8 @@ TEST(ServiceMetrics, RendersValidExpositionFormat) {
   EXPECT_NE(text.find("synapse_requests_total{class=\"interactive\",status=\"stop\"} 2\n"),
             std::string::npos);
   EXPECT_NE(text.find("synapse_queue_depth{class=\"batch\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("synapse_running_sequences{class=\"background\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("synapse_running_sequences{class=\"interactive\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("synapse_kv_pages_in_use 12\n"), std::string::npos);
   EXPECT_NE(text.find("synapse_prompt_tokens_cached_total 40\n"), std::string::npos);
   EXPECT_NE(text.find("synapse_prefix_cache_lookups_total{result=\"hit\"} 1\n"), std::string::npos);

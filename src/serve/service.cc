@@ -2,6 +2,7 @@
 #include "serve/service.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <future>
 #include <optional>
@@ -295,6 +296,13 @@ void Service::loop() {
       Job& job = *s.jobs.at(t);
       job.running = true;
       if (!job.has_sequence) start_job(job);
+    }
+    std::array<size_t, kRequestClassCount> running{};
+    for (const auto& [ticket, job] : s.jobs) {
+      if (job->running) ++running[static_cast<size_t>(job->request.request_class)];
+    }
+    for (size_t c = 0; c < kRequestClassCount; ++c) {
+      metrics_.set_running_sequences(static_cast<RequestClass>(c), running[c]);
     }
     if (!run_step()) {
       s.grant.release();  // idle: the other models' loops take the cores

@@ -403,6 +403,56 @@ TEST_F(ServiceTest, BackgroundYieldsAfterItsQuantum) {
   EXPECT_NE(service->render_prometheus().find("synapse_preemptions_total 1"), std::string::npos);
 }
 
+// synapse_running_sequences{class=...}: a request counts in its class while it holds a slot, and
+// the gauge is back to 0 once it is done.
+TEST_F(ServiceTest, RunningSequencesGaugeCountsEachClass) {
+  // The gauge's value in `text`, -1 when it is missing.
+  const auto running = [](const std::string& text, const char* c) -> long {
+    const std::string key = std::string("synapse_running_sequences{class=\"") + c + "\"} ";
+    const size_t at = text.find(key);
+    return at == std::string::npos ? -1 : std::stol(text.substr(at + key.size()));
+  };
+  // An attempt in which a request ended by itself before the cancel (a fast build decodes 400
+  // tokens in milliseconds) did not show it running for sure, and is repeated; a cancelled one
+  // still held its slot when the metrics were read.
+  for (int attempt = 0;; ++attempt) {
+    ASSERT_LT(attempt, 5) << "every attempt's requests ended before they were cancelled";
+    auto service = make(2);  // one slot for the batch request, the reserved one for interactive
+    const std::string idle = service->render_prometheus();
+    EXPECT_EQ(running(idle, "interactive"), 0) << idle;
+    auto batch = submit(*service, greedy(prompt(0), 400, RequestClass::kBatch));
+    auto interactive = submit(*service, greedy(prompt(1), 400, RequestClass::kInteractive));
+    GenerationEvent e;
+    ASSERT_TRUE(batch->next(e));
+    ASSERT_TRUE(interactive->next(e));
+    const std::string during = service->render_prometheus();
+    batch->cancel();
+    interactive->cancel();
+    const Collected b = collect(*batch);
+    const Collected i = collect(*interactive);
+    if (b.final_event.finish_reason != FinishReason::kCancelled ||
+        i.final_event.finish_reason != FinishReason::kCancelled) {
+      continue;
+    }
+    EXPECT_EQ(running(during, "interactive"), 1) << during;
+    EXPECT_EQ(running(during, "batch"), 1) << during;
+    EXPECT_EQ(running(during, "background"), 0) << during;
+    EXPECT_NE(during.find("synapse_active_sequences 2\n"), std::string::npos) << during;
+    // The loop updates the gauges at its next step after the final events.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    std::string after = service->render_prometheus();
+    while ((running(after, "interactive") != 0 || running(after, "batch") != 0) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+      after = service->render_prometheus();
+    }
+    EXPECT_EQ(running(after, "interactive"), 0) << after;
+    EXPECT_EQ(running(after, "batch"), 0) << after;
+    EXPECT_EQ(running(after, "background"), 0) << after;
+    break;
+  }
+}
+
 // Two models' services on one gate (as `synapse serve` runs several models): an interactive
 // request on one runs ahead of the other's background work, which gets about 1/16 of the steps
 // while both have work (the class weights), instead of every other step as without the gate.
