@@ -14,17 +14,27 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 
 constexpr size_t kQK = 32;
 constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
+inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
 // Decode streams and their prefetch distance (see rows_kernel), measured like AVX-512's.
 constexpr size_t kStreams = 2;
 constexpr size_t kPrefetchBytes = 2048;
 // Register tile of batched columns.
 constexpr size_t kTileRows = 3;
 constexpr size_t kTileCols = 4;
+// Rows a prefill tile unpacks at once (a multiple of kTileRows): 24 rows of k = 4864 unpack
+// to 146 KiB, which stays in L2 while the columns stream past.
+constexpr size_t kRowsPerTile = 24;
 
 // The unsigned levels of one weight block as 32 bytes in element order, its scale and (for the
 // types with a min) its offset value, and the level that represents zero (kOffset).
 // Q8_0 weights are signed: |w| is the unsigned operand and the activation takes w's sign.
 struct Q8_0 {
+  static float scale(const uint8_t* b) { return f16_to_f32(load_u16(b)); }
   static constexpr size_t kBytes = 34;
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = false;
@@ -33,6 +43,7 @@ struct Q8_0 {
   static float min(const uint8_t* /*b*/) { return 0.0f; }
 };
 struct Q4_0 {
+  static float scale(const uint8_t* b) { return f16_to_f32(load_u16(b)); }
   static constexpr bool kSigned = false;
   static constexpr size_t kBytes = 18;
   static constexpr int kOffset = 8;
@@ -41,6 +52,7 @@ struct Q4_0 {
   static float min(const uint8_t* /*b*/) { return 0.0f; }
 };
 struct Q4_1 {
+  static float scale(const uint8_t* b) { return f16_to_f32(load_u16(b)); }
   static constexpr bool kSigned = false;
   static constexpr size_t kBytes = 20;
   static constexpr int kOffset = 0;
@@ -49,6 +61,7 @@ struct Q4_1 {
   static float min(const uint8_t* b) { return f16_to_f32(load_u16(b + 2)); }
 };
 struct Q5_0 {
+  static float scale(const uint8_t* b) { return f16_to_f32(load_u16(b)); }
   static constexpr bool kSigned = false;
   static constexpr size_t kBytes = 22;
   static constexpr int kOffset = 16;
@@ -60,6 +73,7 @@ struct Q5_0 {
   static float min(const uint8_t* /*b*/) { return 0.0f; }
 };
 struct Q5_1 {
+  static float scale(const uint8_t* b) { return f16_to_f32(load_u16(b)); }
   static constexpr bool kSigned = false;
   static constexpr size_t kBytes = 24;
   static constexpr int kOffset = 0;
@@ -74,6 +88,7 @@ struct Q5_1 {
 // IQ4_NL: the nibbles index a table of sixteen signed values (vpshufb looks them up in each
 // 128-bit lane), used like Q8_0's signed weights; |value| <= 127 keeps vpmaddubsw exact.
 struct IQ4_NL {
+  static float scale(const uint8_t* b) { return f16_to_f32(load_u16(b)); }
   static constexpr bool kSigned = true;
   static constexpr size_t kBytes = 18;
   static constexpr int kOffset = 0;
@@ -114,7 +129,7 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
       const uint8_t* wb = w + r * w_stride + b * W::kBytes;
       const __m256i q = W::levels(wb);
       const __m256i q_unsigned = W::kSigned ? _mm256_abs_epi8(q) : q;
-      const __m256 dw = _mm256_set1_ps(f16_to_f32(load_u16(wb)));
+      const __m256 dw = _mm256_set1_ps(W::scale(wb));
       __m256 min = _mm256_setzero_ps();
       if constexpr (W::kHasMin) min = _mm256_set1_ps(W::min(wb));
 #pragma GCC unroll 8
@@ -160,7 +175,7 @@ void rows_kernel(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, flo
       _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes), _MM_HINT_T0);
       const __m256i q = W::levels(wb);
       const __m256i q_unsigned = W::kSigned ? _mm256_abs_epi8(q) : q;
-      const float dw = f16_to_f32(load_u16(wb));
+      const float dw = W::scale(wb);
       __m256i pairs = _mm256_maddubs_epi16(q_unsigned, W::kSigned ? _mm256_sign_epi8(xq, q) : xq);
       if constexpr (W::kOffset != 0) pairs = _mm256_sub_epi16(pairs, x_offset);
       const __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones16));
@@ -200,6 +215,49 @@ void run_tiles(const DotTile& t) {
   if (c < t.n_cols) cover_rows<W, 1, 1>(t, c, n_blocks);
 }
 
+// Prefill: the tile's rows unpacked once into scratch -- per block the 32 levels, the scale and
+// the min as floats (Unpacked<W>, a block format of its own) -- then every column group runs
+// against them, so the unpacking is paid once per tile instead of once per column group. The
+// values are the ones W's blocks give, and block_kernel does the same arithmetic on them: a
+// tiled product equals the streamed one bit for bit.
+template <typename W>
+struct Unpacked {
+  static constexpr size_t kBytes = 40;  // float scale, float min, 32 levels
+  static constexpr int kOffset = W::kOffset;
+  static constexpr bool kHasMin = W::kHasMin;
+  static constexpr bool kSigned = W::kSigned;
+  static __m256i levels(const uint8_t* b) { return load_256(b + 8); }
+  static float scale(const uint8_t* b) { return load_f32(b); }
+  static float min(const uint8_t* b) { return load_f32(b + 4); }
+
+  static void pack_row(const uint8_t* w, size_t n_blocks, uint8_t* out) {
+    for (size_t b = 0; b < n_blocks; ++b, w += W::kBytes, out += kBytes) {
+      const float d = W::scale(w), m = W::min(w);
+      std::memcpy(out, &d, sizeof(d));
+      std::memcpy(out + 4, &m, sizeof(m));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), W::levels(w));
+    }
+  }
+};
+
+template <typename W>
+size_t tile_scratch_bytes(size_t k) {
+  return kRowsPerTile * (k / kQK) * Unpacked<W>::kBytes;
+}
+
+template <typename W>
+void tile(const DotTile& t, uint8_t* scratch) {
+  const size_t n_blocks = t.k / kQK;
+  const size_t row_bytes = n_blocks * Unpacked<W>::kBytes;
+  for (size_t r = 0; r < t.n_rows; ++r) {
+    Unpacked<W>::pack_row(t.w + r * t.w_stride, n_blocks, scratch + r * row_bytes);
+  }
+  DotTile unpacked = t;
+  unpacked.w = scratch;
+  unpacked.w_stride = row_bytes;
+  run_tiles<Unpacked<W>>(unpacked);
+}
+
 template <typename W>
 void dot(const DotTile& t) {
   if (t.n_cols == 1) {
@@ -224,15 +282,24 @@ void dot(const DotTile& t) {
   run_tiles<W>(t);
 }
 
+template <typename W>
+void set(KernelTable& table, TensorType type) {
+  WeightKernels& k = table.weights[static_cast<uint32_t>(type)];
+  k.dot = dot<W>;
+  k.matmul.tile = tile<W>;
+  k.matmul.rows_per_tile = kRowsPerTile;
+  k.matmul.tile_scratch_bytes = tile_scratch_bytes<W>;
+}
+
 }  // namespace
 
 void fill_legacy_dots(KernelTable& table) {
-  table.weights[static_cast<uint32_t>(TensorType::kQ8_0)].dot = dot<Q8_0>;
-  table.weights[static_cast<uint32_t>(TensorType::kQ4_0)].dot = dot<Q4_0>;
-  table.weights[static_cast<uint32_t>(TensorType::kQ4_1)].dot = dot<Q4_1>;
-  table.weights[static_cast<uint32_t>(TensorType::kQ5_0)].dot = dot<Q5_0>;
-  table.weights[static_cast<uint32_t>(TensorType::kQ5_1)].dot = dot<Q5_1>;
-  table.weights[static_cast<uint32_t>(TensorType::kIQ4_NL)].dot = dot<IQ4_NL>;
+  set<Q8_0>(table, TensorType::kQ8_0);
+  set<Q4_0>(table, TensorType::kQ4_0);
+  set<Q4_1>(table, TensorType::kQ4_1);
+  set<Q5_0>(table, TensorType::kQ5_0);
+  set<Q5_1>(table, TensorType::kQ5_1);
+  set<IQ4_NL>(table, TensorType::kIQ4_NL);
 }
 
 }  // namespace synapse::avx2
