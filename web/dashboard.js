@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The operations dashboard: loaded models and their memory, the scheduler from /metrics (queue
-// depth per class, running sequences, KV pages, charts of time to first token and tokens/s),
+// The operations dashboard: loaded models and their memory, the scheduler from /metrics (running
+// sequences and queue depth per class, KV pages, charts of time to first token and tokens/s),
 // durable jobs (list, progress, pages and errors, cancel, submit a batch JSONL file) and the
 // machine (/v1/system: kernel level, self-check, memory bandwidth). Polls every two seconds
 // while shown, backing off while the server is unreachable.
@@ -43,6 +43,7 @@ export function showModels(models) {
 
 function stat(name, value) {
   const d = document.createElement('div');
+  d.dataset.stat = name;
   const b = document.createElement('b');
   b.textContent = value;
   d.append(b, name);
@@ -58,6 +59,7 @@ async function refreshMetrics() {
   const queued = Object.entries(s.queue);
   $('dash-sched').replaceChildren(
     stat('running sequences', String(s.running)),
+    ...Object.entries(s.runningByClass).map(([c, n]) => stat(`running ${c}`, String(n))),
     ...queued.map(([c, n]) => stat(`queued ${c}`, String(n))),
     stat('KV pages in use', s.kvTotal ? `${s.kvInUse} / ${s.kvTotal}` : '–'),
     stat('requests finished', String(s.requests)),

@@ -42,10 +42,13 @@ export function labelValues(samples, name, label) {
 // What the dashboard shows of one scrape, with rates from the previous one (null for the first
 // scrape, and for a counter that went down: the server restarted between the two).
 export function summarize(samples, previous, seconds) {
-  const classes = labelValues(samples, 'synapse_queue_depth', 'class');
+  // By class, for the classes the server reports ({} from a server without the metric).
+  const perClass = (name) => Object.fromEntries(
+    labelValues(samples, name, 'class').map((c) => [c, sumOf(samples, name, { class: c })]));
   const now = {
-    queue: Object.fromEntries(classes.map((c) => [c, sumOf(samples, 'synapse_queue_depth', { class: c })])),
+    queue: perClass('synapse_queue_depth'),
     running: sumOf(samples, 'synapse_active_sequences'),
+    runningByClass: perClass('synapse_running_sequences'),
     generated: sumOf(samples, 'synapse_generated_tokens_total'),
     ttftSum: sumOf(samples, 'synapse_time_to_first_token_seconds_sum'),
     ttftCount: sumOf(samples, 'synapse_time_to_first_token_seconds_count'),

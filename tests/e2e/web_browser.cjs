@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // The web UI in headless Chromium (Debian's `chromium`, driven by npm's `puppeteer-core`):
 // a chat answer streamed token by token and stopped mid-way, the embeddings tab, a batch file
-// submitted on the dashboard until its progress reads 100%, another job cancelled, the key
+// submitted on the dashboard until its progress reads 100%, another job cancelled, the
+// dashboard counting a streaming chat among the running interactive requests, the open server
+// restarted under the page (which says it cannot reach it, then recovers by itself), the key
 // dialog of a server with an API key, and the retry message of a 429. Checks that every request
 // the page makes goes to the origin that served it, and measures the first load's transfer
 // size. Saves a PNG of each view in SYNAPSE_ARTIFACTS. Prints one JSON line; exits non-zero on
 // the first failed check.
 //   NODE_PATH=build/npm/node_modules SYNAPSE_URL=... SYNAPSE_KEY_URL=... SYNAPSE_KEY=... \
 //   SYNAPSE_MODEL=tiny SYNAPSE_ARTIFACTS=dir CHROMIUM=/usr/bin/chromium node web_browser.cjs
+// With SYNAPSE_RESTART=1 (web_test.cc) the script restarts the open server through whoever runs
+// it: it writes "@server stop", then "@server start", each on a line of its stdout, and reads one
+// answer line for each on its stdin ("stopped 0" once the process exited with status 0, "started"
+// once it listens on the same port again). Without it that part is skipped.
 'use strict';
 const fs = require('fs');
 const path = require('path');
+const readline = require('readline');
 const puppeteer = require('puppeteer-core');
 
 const OPEN_URL = process.env.SYNAPSE_URL;     // no key, durable jobs
@@ -26,6 +33,41 @@ function check(condition, what) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// The answers of whoever runs the script (SYNAPSE_RESTART=1), one line each on stdin.
+let control = null;
+const answers = [];
+const waiting = [];
+function openControl() {
+  control = readline.createInterface({ input: process.stdin });
+  control.on('line', (l) => (waiting.length ? waiting.shift()(l) : answers.push(l)));
+  control.on('close', () => { while (waiting.length) waiting.shift()(null); });
+}
+
+// Asks for `what` to be done to the open server; resolves with the answer (null: stdin closed).
+function askRunner(what) {
+  process.stdout.write(`@server ${what}\n`);
+  return answers.length ? Promise.resolve(answers.shift()) : new Promise((r) => waiting.push(r));
+}
+
+// The number a stat of the dashboard's scheduler shows (NaN when it is not there).
+async function statValue(page, name) {
+  return page.evaluate((n) => {
+    const b = [...document.querySelectorAll('#dash-sched [data-stat]')]
+      .find((d) => d.dataset.stat === n)?.querySelector('b');
+    return b ? Number(b.textContent) : NaN;
+  }, name);
+}
+
+async function waitStat(page, name, predicate, what, timeout = 30000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const v = await statValue(page, name);
+    if (predicate(v)) return v;
+    check(Date.now() < deadline, `${what} (${name} reads ${v})`);
+    await sleep(100);
+  }
+}
 
 // Every request of `page` must go to `origin` (the CSP forbids others; this checks it did).
 function watchRequests(page, origin) {
@@ -237,22 +279,102 @@ async function dashboard(page, dir) {
   await shot(page, 'dashboard-cancelled');
 }
 
-// Two streaming requests that hold the keyed server's one slot and its one queue place.
-function occupy(count) {
-  const controller = new AbortController();
-  const requests = Array.from({ length: count }, () => fetch(KEY_URL + '/v1/chat/completions', {
-    method: 'POST', signal: controller.signal,
-    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + KEY },
-    body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 3000, temperature: 0,
-                           messages: [{ role: 'user', content: 'Go on and on.' }] }),
-  }).then((r) => r.body.getReader().read()).catch(() => null));
-  return { stop() { controller.abort(); return Promise.all(requests); } };
+// While an answer streams, the dashboard counts it among the running interactive requests (the
+// synapse_running_sequences gauge of /metrics), and it goes back to 0 when the answer is stopped.
+async function runningPerClass(page) {
+  await page.click('#tab-dash');
+  for (const c of ['interactive', 'batch', 'background']) {
+    await waitStat(page, `running ${c}`, (v) => v === 0, `the dashboard shows no ${c} request running`);
+  }
+  await page.click('#tab-chat');
+  await page.click('#chat-clear');
+  await setField(page, '#chat-max-tokens', '4000');
+  // A fast build can write the whole answer between two refreshes; such an attempt is repeated.
+  for (let attempt = 0; ; ++attempt) {
+    check(attempt < 5, 'the dashboard showed the streaming answer running');
+    await send(page, 'Tell me a very long story.');
+    await waitAnswerState(page, ['streaming', 'done', 'error'], 30000);
+    await page.click('#tab-dash');  // showing the dashboard refreshes it at once
+    const handle = await page.waitForFunction(() => {
+      const b = document.querySelector('#dash-sched [data-stat="running interactive"] b');
+      if (b && Number(b.textContent) >= 1) return 'running';
+      const li = document.querySelector('#chat-log li.msg.assistant:last-child');
+      return li.dataset.state !== 'streaming' ? 'ended' : false;
+    }, { timeout: 30000 });
+    const seenRunning = (await handle.jsonValue()) === 'running';
+    if (seenRunning) {
+      seen.running_interactive = await statValue(page, 'running interactive');
+      await shot(page, 'dashboard-running');
+    }
+    await page.click('#tab-chat');
+    if (!(await page.$eval('#chat-stop', (b) => b.disabled))) await page.click('#chat-stop');
+    const answer = await waitAnswerState(page, ['done', 'error'], 10000);
+    check(answer.state === 'done', 'the long answer: ' + JSON.stringify(answer));
+    if (seenRunning) break;
+  }
+  await page.click('#tab-dash');
+  await waitStat(page, 'running interactive', (v) => v === 0, 'the stopped answer no longer runs');
 }
 
-async function queueDepth() {
-  const r = await fetch(KEY_URL + '/metrics', { headers: { Authorization: 'Bearer ' + KEY } });
-  const m = (await r.text()).match(/synapse_queue_depth\{class="interactive"\} (\d+)/);
-  return m ? Number(m[1]) : 0;
+// The open server stopped (SIGTERM) and started again on its port under the page: the page says
+// it cannot reach the server, then recovers by itself: the banner goes, the dashboard shows the
+// new process, and a chat message is answered.
+async function serverRestart(page) {
+  await page.click('#tab-dash');
+  const finished = await waitStat(page, 'requests finished', (v) => v > 0, 'requests were finished');
+  const stopped = await askRunner('stop');
+  check(stopped === 'stopped 0', 'the server exits cleanly on SIGTERM: ' + stopped);
+  await page.waitForFunction(() => {
+    const b = document.getElementById('banner');
+    return !b.hidden && /Cannot reach the server/.test(b.textContent);
+  }, { timeout: 30000 });
+  seen.restart_banner = await page.$eval('#banner', (b) => b.textContent);
+  await shot(page, 'server-restarting');
+  const started = await askRunner('start');
+  check(started === 'started', 'the server started again on its port: ' + started);
+  // The page retries with a back-off (2 s doubling, at most 60 s): well within this.
+  const t0 = Date.now();
+  await page.waitForFunction(() => document.getElementById('banner').hidden, { timeout: 120000 });
+  seen.recovered_after_ms = Date.now() - t0;
+  // A new process counts its finished requests from 0.
+  await waitStat(page, 'requests finished', (v) => v < finished,
+                 `the dashboard shows the restarted server (${finished} before)`);
+  await page.click('#tab-chat');
+  await setField(page, '#chat-max-tokens', '12');
+  await send(page, 'Are you back?');
+  const answer = await waitAnswerState(page, ['done', 'error']);
+  check(answer.state === 'done', 'chat works after the restart: ' + JSON.stringify(answer));
+  seen.restarted = true;
+}
+
+// Streaming requests that hold the keyed server's one slot and its one queue place; add() sends
+// one more.
+function occupy() {
+  const controller = new AbortController();
+  const requests = [];
+  return {
+    add() {
+      requests.push(fetch(KEY_URL + '/v1/chat/completions', {
+        method: 'POST', signal: controller.signal,
+        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + KEY },
+        body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 3000, temperature: 0,
+                               messages: [{ role: 'user', content: 'Go on and on.' }] }),
+      }).then((r) => r.body.getReader().read()).catch(() => null));
+    },
+    stop() { controller.abort(); return Promise.all(requests); },
+  };
+}
+
+// Waits until the keyed server's interactive `gauge` of /metrics reaches `at_least`.
+async function keyedGaugeReaches(gauge, atLeast, what) {
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const r = await fetch(KEY_URL + '/metrics', { headers: { Authorization: 'Bearer ' + KEY } });
+    const m = (await r.text()).match(new RegExp(gauge + '\\{class="interactive"\\} (\\d+)'));
+    if (m && Number(m[1]) >= atLeast) return;
+    check(Date.now() < deadline, what);
+    await sleep(100);
+  }
 }
 
 async function keyAndBusy(browser) {
@@ -272,12 +394,13 @@ async function keyAndBusy(browser) {
   const first = await waitAnswerState(page, ['done', 'error']);
   check(first.state === 'done', 'chat works with the key: ' + JSON.stringify(first));
 
-  const blockers = occupy(2);
-  const deadline = Date.now() + 30000;
-  while (await queueDepth() < 1) {
-    check(Date.now() < deadline, 'the keyed server\'s queue fills');
-    await sleep(100);
-  }
+  // One after the other: sent together, the second can reach the queue before the first left it
+  // for the slot, and be refused (the queue holds one).
+  const blockers = occupy();
+  blockers.add();
+  await keyedGaugeReaches('synapse_running_sequences', 1, 'the first request takes the keyed server\'s slot');
+  blockers.add();
+  await keyedGaugeReaches('synapse_queue_depth', 1, 'the keyed server\'s queue fills');
   await send(page, 'Are you busy?');
   await page.waitForFunction(() => {
     const e = document.querySelector('#chat-log li.msg.assistant:last-child .error');
@@ -310,6 +433,7 @@ async function serverAway(page) {
 }
 
 async function main() {
+  if (process.env.SYNAPSE_RESTART === '1') openControl();
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'synapse-web-'));
   const browser = await puppeteer.launch({
@@ -331,16 +455,21 @@ async function main() {
     await chatStreamsAndStops(page);
     await embeddings(page);
     await dashboard(page, dir);
+    await runningPerClass(page);
     await serverAway(page);
+    if (process.env.SYNAPSE_RESTART === '1') await serverRestart(page);
     check(foreign.length === 0, 'requests to other origins: ' + foreign.join(' '));
-    // Failed fetches while offline are the browser's own console lines, not the page's errors.
-    const ours = errors.filter((e) => !/ERR_INTERNET_DISCONNECTED|Failed to fetch/.test(e));
+    // Failed fetches while offline or while the server restarts are the browser's own console
+    // lines (a refused connection, a 503 while it shut down), not the page's errors.
+    const ours = errors.filter((e) => !/net::ERR_|Failed to fetch|Failed to load resource/.test(e));
     check(ours.length === 0, 'no script errors: ' + ours.join(' | '));
     await page.close();
     await keyAndBusy(browser);
   } finally {
     await browser.close();
     fs.rmSync(dir, { recursive: true, force: true });
+    control?.close();
+    if (control) process.stdin.destroy();
   }
   seen.ok = true;
   console.log(JSON.stringify(seen));

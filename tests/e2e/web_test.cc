@@ -2,12 +2,23 @@
 // The web UI end to end: two `synapse serve` processes on a small synthesized model (one open
 // with durable jobs, one with an API key, one decode slot and a queue of one, so that a third
 // request gets 429), driven in headless Chromium by tests/e2e/web_browser.cjs (npm's
-// puppeteer-core with Debian's chromium). Screenshots land in SYNAPSE_WEB_ARTIFACTS. Without
-// chromium or puppeteer-core the test is skipped with the reason; under CI=true it fails.
+// puppeteer-core with Debian's chromium). Mid-way the script asks this test to stop the open
+// server (SIGTERM) and to start it again on the same port, and checks that the page recovers.
+// Screenshots land in SYNAPSE_WEB_ARTIFACTS. Without chromium or puppeteer-core the test is
+// skipped with the reason; under CI=true it fails.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "tests/e2e/server_process.h"
 #include "tests/support/test_support.h"
@@ -43,6 +54,138 @@ std::string browser_missing(const std::string& npm_dir, const std::string& chrom
   return "";
 }
 
+// `synapse serve -m MODEL --port PORT ARGS` (testing::ServerProcess always takes a free port; a
+// restarted server must come back on the one the page talks to), its stderr appended to
+// `log_path`. ok() once it printed its "listening on" line (within a minute).
+class ServerOnPort {
+ public:
+  ServerOnPort(const std::string& model, int port, const std::string& args,
+               const std::string& log_path) {
+    int out[2];
+    if (pipe(out) != 0) return;
+    const std::string command = "exec " + testing::synapse_cli() + " serve -m " + quote(model) +
+                                " --port " + std::to_string(port) + " " + args + " 2>>" +
+                                quote(log_path);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    std::string text;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const size_t at = text.find("listening on ");
+      if (at != std::string::npos && text.find('\n', at) != std::string::npos) break;
+      pollfd p{out[0], POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buf[256];
+      const ssize_t n = read(out[0], buf, sizeof buf);
+      if (n <= 0) break;
+      text.append(buf, static_cast<size_t>(n));
+    }
+    close(out[0]);
+    ok_ = text.find("listening on http://127.0.0.1:" + std::to_string(port) + "\n") !=
+          std::string::npos;
+  }
+  ~ServerOnPort() { stop(); }
+  ServerOnPort(const ServerOnPort&) = delete;
+  ServerOnPort& operator=(const ServerOnPort&) = delete;
+
+  bool ok() const { return ok_; }
+
+  // SIGTERM, then the exit status (-1 when it had to be killed after 30 s).
+  int stop() {
+    if (pid_ <= 0) return exit_status_;
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return exit_status_ = -1;
+      }
+      usleep(20 * 1000);
+    }
+    pid_ = -1;
+    return exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool ok_ = false;
+  int exit_status_ = -1;
+};
+
+struct ScriptRun {
+  int exit_code = -1;  // -1: killed after its patience
+  std::string output;  // stdout without the "@server" lines
+};
+
+// Runs `command` (a node script) with its stdout read line by line: a line "@server WHAT" asks
+// the test to act, and `act(WHAT)`'s answer goes back as one line on the script's stdin. Its
+// stderr goes to `err_path`.
+ScriptRun run_script(const std::string& command, const std::string& err_path,
+                     const std::function<std::string(const std::string&)>& act,
+                     std::chrono::seconds patience) {
+  ScriptRun run;
+  int in[2];
+  int out[2];
+  if (pipe(in) != 0) return run;
+  if (pipe(out) != 0) return run;
+  signal(SIGPIPE, SIG_IGN);  // an answer to a script that died is an error, not our death
+  // `exec env`: the command starts with NAME=value words; node is then the child itself.
+  const std::string shell = "exec env " + command + " 2>" + quote(err_path);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], STDIN_FILENO);
+    dup2(out[1], STDOUT_FILENO);
+    for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
+    execl("/bin/sh", "sh", "-c", shell.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  bool killed = false;
+  std::string pending;
+  for (;;) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      killed = true;
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+    for (size_t eol; (eol = pending.find('\n')) != std::string::npos;) {
+      const std::string line = pending.substr(0, eol);
+      pending.erase(0, eol + 1);
+      if (line.rfind("@server ", 0) == 0) {
+        const std::string answer = act(line.substr(8)) + "\n";
+        if (write(in[1], answer.data(), answer.size()) < 0) break;
+      } else {
+        run.output += line + "\n";
+      }
+    }
+  }
+  run.output += pending;
+  close(out[0]);
+  close(in[1]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  run.exit_code = killed ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
 TEST(WebE2e, ChatDashboardApiKeyAndBusyServerInHeadlessChromium) {
   const std::string npm_dir = testing::openai_node_sdk_dir(SYNAPSE_NPM_DIR);
   const std::string chromium = chromium_path();
@@ -53,11 +196,11 @@ TEST(WebE2e, ChatDashboardApiKeyAndBusyServerInHeadlessChromium) {
   testing::TempDir dir;
   const std::string model = dir.file("tiny.gguf");
   ASSERT_EQ(testing::synth_serving_model(model, 4096), "");
-  testing::ServerProcess open(model,
-                              "--threads 1 --parallel 4 --chat-template chatml --alias tiny "
-                              "--job-workers 1 --jobs-db " +
-                                  quote(dir.file("jobs.db")),
-                              dir.file("open.log"));
+  const std::string open_args =
+      "--threads 1 --parallel 4 --chat-template chatml --alias tiny "
+      "--job-workers 1 --jobs-db " +
+      quote(dir.file("jobs.db"));
+  testing::ServerProcess open(model, open_args, dir.file("open.log"));
   ASSERT_GT(open.port(), 0) << testing::read_file_text(dir.file("open.log"));
   testing::ServerProcess keyed(model,
                                std::string("--threads 1 --parallel 1 --queue-limit 1 ") +
@@ -66,15 +209,36 @@ TEST(WebE2e, ChatDashboardApiKeyAndBusyServerInHeadlessChromium) {
                                dir.file("keyed.log"));
   ASSERT_GT(keyed.port(), 0) << testing::read_file_text(dir.file("keyed.log"));
 
-  const auto r = run_command(testing::openai_node_sdk_command(
-      npm_dir, SYNAPSE_SOURCE_DIR, "web_browser.cjs", open.url(), kKey, "tiny",
-      "SYNAPSE_KEY_URL=" + keyed.url() + " SYNAPSE_ARTIFACTS=" + quote(SYNAPSE_WEB_ARTIFACTS) +
-          " CHROMIUM=" + quote(chromium)));
-  EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text << "\n--- open server:\n"
+  // The script's requests: "stop" the open server (answered once it has exited, with its exit
+  // status), "start" it again on its port (with the same job database).
+  std::unique_ptr<ServerOnPort> restarted;
+  std::vector<std::string> asked;
+  const auto act = [&](const std::string& what) -> std::string {
+    asked.push_back(what);
+    if (what == "stop" && !restarted) return "stopped " + std::to_string(open.stop());
+    if (what == "start" && !restarted) {
+      restarted =
+          std::make_unique<ServerOnPort>(model, open.port(), open_args, dir.file("open.log"));
+      return restarted->ok() ? "started" : "failed";
+    }
+    return "unexpected request: " + what;
+  };
+  const ScriptRun r = run_script(
+      testing::openai_node_sdk_command(
+          npm_dir, SYNAPSE_SOURCE_DIR, "web_browser.cjs", open.url(), kKey, "tiny",
+          "SYNAPSE_KEY_URL=" + keyed.url() + " SYNAPSE_ARTIFACTS=" + quote(SYNAPSE_WEB_ARTIFACTS) +
+              " CHROMIUM=" + quote(chromium) + " SYNAPSE_RESTART=1"),
+      dir.file("script.err"), act, std::chrono::minutes(15));
+  EXPECT_EQ(r.exit_code, 0) << r.output << testing::read_file_text(dir.file("script.err"))
+                            << "\n--- open server:\n"
                             << testing::read_file_text(dir.file("open.log"));
-  EXPECT_NE(r.stdout_text.find("\"ok\":true"), std::string::npos) << r.stdout_text;
-  std::cout << r.stdout_text;
-  EXPECT_EQ(open.stop(), 0);
+  EXPECT_NE(r.output.find("\"ok\":true"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"restarted\":true"), std::string::npos) << r.output;
+  EXPECT_EQ(asked, (std::vector<std::string>{"stop", "start"}));
+  std::cout << r.output;
+  EXPECT_EQ(open.stop(), 0);  // the exit status of the stop the script asked for
+  ASSERT_NE(restarted, nullptr);
+  EXPECT_EQ(restarted->stop(), 0);
   EXPECT_EQ(keyed.stop(), 0);
 }
 

@@ -10,6 +10,9 @@ const scrape = (generated, ttftSum, ttftCount, queued) => parsePrometheus(`
 synapse_queue_depth{class="interactive"} ${queued}
 synapse_queue_depth{class="batch"} 2
 synapse_active_sequences 3
+synapse_running_sequences{class="interactive"} 2
+synapse_running_sequences{class="batch"} 1
+synapse_running_sequences{class="background"} 0
 synapse_generated_tokens_total ${generated}
 synapse_time_to_first_token_seconds_bucket{class="interactive",le="+Inf"} ${ttftCount}
 synapse_time_to_first_token_seconds_sum{class="interactive"} ${ttftSum}
@@ -35,6 +38,19 @@ test('rates between scrapes: tokens/s and the mean time to first token of new re
   assert.equal(second.ttftS, 0.5);
   assert.deepEqual(second.queue, { batch: 2, interactive: 1 });
   assert.equal(second.running, 3);
+  assert.deepEqual(second.runningByClass, { background: 0, batch: 1, interactive: 2 });
+});
+
+test('running sequences per class, summed over models, and none from a server without them', () => {
+  const twoModels = parsePrometheus(`
+synapse_running_sequences{model="a",class="interactive"} 1
+synapse_running_sequences{model="b",class="interactive"} 2
+synapse_running_sequences{model="b",class="batch"} 1
+`);
+  assert.deepEqual(summarize(twoModels, null, 0).runningByClass, { batch: 1, interactive: 3 });
+  const older = parsePrometheus('synapse_active_sequences 2\nsynapse_queue_depth{class="batch"} 1\n');
+  assert.deepEqual(summarize(older, null, 0).runningByClass, {});
+  assert.equal(summarize(older, null, 0).running, 2);
 });
 
 test('a counter that went down (a restart) gives no rate instead of a negative one', () => {
