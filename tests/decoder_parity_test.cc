@@ -7,8 +7,8 @@
 //   RMS distance to exact no larger than llama.cpp's and the argmax of exact wherever exact's
 //   top-2 margin exceeds twice llama.cpp's largest error. Quantized weights are run both ways:
 //   with quantized activations (the fast default; llama.cpp's scheme, so the distances match it
-//   up to rounding noise, kRmsMargin) and with F32 activations (DotPath::kF32, which must beat
-//   llama.cpp outright).
+//   up to rounding noise measured per file, kNoiseSigmas) and with F32 activations (DotPath::kF32,
+//   which must beat llama.cpp outright).
 // - logits are bit-identical across 1/2/3 threads, greedy output identical across ISA levels.
 // Prints a table (file, our RMS to exact, llama.cpp's, max abs, argmax agreement); with
 // SYNAPSE_PARITY_TABLE=path it is also written there.
@@ -37,11 +37,46 @@ using Json = nlohmann::json;
 
 // F32 weights: the README's bound.
 constexpr double kF32Tolerance = 1e-4;
-// Quantized activations: our RMS may exceed llama.cpp's by this fraction. Both quantize the
-// activations to 8 bits per block the same way, so the distances agree to rounding noise: over
-// the 36 quantized fixtures the ratio is 0.98-1.01 (differences: ties in the rounding of
-// activation scales, and Q8_0 rather than Q8_1 activations for the _1 formats).
+// Quantized activations: both engines quantize the activations to 8 bits per 32-element block
+// the same way, so on most files our logits equal llama.cpp's to float rounding (RMS between
+// them ~3e-7) and the ratio of the distances to exact is 1 to six digits. Two things make the
+// rest differ, and neither favours one side:
+// - an activation within float rounding (~1e-6 relative: the F32 ops differ in their last bits)
+//   of a rounding boundary lands on the other integer; it moves one activation by one quantum,
+//   towards exact or away with equal chance, and through the KV cache every later position;
+// - the _1 formats' offset term: llama.cpp multiplies the min by s = fp16(d * sum q) (Q8_1
+//   activations), we by fp16(d) * sum q (Q8_0 ones) -- one F16 rounding each, of the same size.
+// So the excess of our squared distance over llama.cpp's is a sum of zero-mean differences,
+// and its spread is measured from the file itself: per position p, t_p = sum over the vocabulary
+// of (ours - exact)^2 - (llama - exact)^2, positions taken as independent samples, gives the
+// standard error of the RMS ratio, sqrt(sum t_p^2) / (2 sum (llama - exact)^2). A file may
+// exceed llama.cpp's distance by kNoiseSigmas standard errors, never by more than kRmsMarginCap:
+// the bound is ~1e-6 where the logits agree and, on the two files where they do not, 2.0%
+// (tiny-qwen2-q4_0: excess 0.66%, one standard error 0.67%) and 2.0% (tiny-qwen2-q5_1: excess
+// 1.25%, one standard error 1.42%). A scheme that is less exact than llama.cpp's (an activation
+// bit fewer, a truncating rounding) exceeds it by tens of standard errors on every file.
+constexpr double kNoiseSigmas = 3.0;
+constexpr double kRmsMarginCap = 0.02;
+// The IQ4 cases judged against their parent's exact logits (see below): a fixed margin.
 constexpr double kRmsMargin = 0.02;
+
+// The standard error of RMS(ours - exact) / RMS(llama - exact) under the hypothesis that the two
+// differ only by unbiased rounding (see above).
+double ratio_standard_error(const std::vector<float>& ours, const std::vector<float>& theirs,
+                            const std::vector<float>& exact, size_t n_vocab) {
+  double sum_t2 = 0.0, theirs2 = 0.0;
+  for (size_t p = 0; p * n_vocab < exact.size(); ++p) {
+    double t = 0.0;
+    for (size_t i = p * n_vocab; i < (p + 1) * n_vocab; ++i) {
+      const double o = static_cast<double>(ours[i]) - static_cast<double>(exact[i]);
+      const double l = static_cast<double>(theirs[i]) - static_cast<double>(exact[i]);
+      t += o * o - l * l;
+      theirs2 += l * l;
+    }
+    sum_t2 += t * t;
+  }
+  return theirs2 > 0.0 ? std::sqrt(sum_t2) / (2.0 * theirs2) : 0.0;
+}
 
 using testing::distance;
 using testing::Distance;
@@ -109,8 +144,8 @@ TEST(DecoderParity, ReferenceLogitsTable) {
   std::string table =
       "| file | RMS to exact (ours) | RMS to exact (llama.cpp) | ratio | max abs (ours) | max abs "
       "(llama.cpp) | argmax = exact | greedy = llama.cpp | RMS, F32 activations | max abs, F32 "
-      "activations | RMS to llama.cpp |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "activations | RMS to llama.cpp | ratio's standard error |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const Json tokens = Json::parse(testing::read_file_text(c.dir + "/" + c.name + ".tokens.json"));
@@ -124,6 +159,7 @@ TEST(DecoderParity, ReferenceLogitsTable) {
     const Distance ours = distance(run.logits, exact);
     const Distance theirs = distance(reference, exact);
     const Distance vs_ref = distance(run.logits, reference);
+    const double noise = ratio_standard_error(run.logits, reference, exact, run.n_vocab);
     // Argmax agreement with exact, and where it is required.
     size_t agree = 0, required = 0, required_agree = 0;
     const size_t n = ids.size(), v = run.n_vocab;
@@ -149,8 +185,12 @@ TEST(DecoderParity, ReferenceLogitsTable) {
     if (is_f32_case(c.name)) {
       EXPECT_LE(ours.max_abs, kF32Tolerance);
       EXPECT_TRUE(greedy_same) << "greedy continuation differs from llama.cpp's";
-    } else {
+    } else if (is_parent_exact_case(c)) {
       EXPECT_LE(ours.rms, theirs.rms * (1.0 + kRmsMargin));
+    } else {
+      const double margin = std::min(kRmsMarginCap, kNoiseSigmas * noise);
+      EXPECT_LE(ours.rms, theirs.rms * (1.0 + margin))
+          << "ratio " << ours.rms / theirs.rms << ", standard error " << noise;
     }
     // The exact-activation path: at least as accurate as llama.cpp without any margin.
     const ModelRun f32 = run_model(c.model, ids, 0, 1, selected_kernels(), DotPath::kF32);
@@ -164,11 +204,11 @@ TEST(DecoderParity, ReferenceLogitsTable) {
       EXPECT_LE(ours_f32.rms, theirs.rms) << "F32 activations";
     }
     char line[512];
-    std::snprintf(line, sizeof line,
-                  "| %s | %.3g | %.3g | %.2f | %.3g | %.3g | %zu/%zu | %s | %.3g | %.3g | %.3g |\n",
-                  c.name.c_str(), ours.rms, theirs.rms, ours.rms / theirs.rms, ours.max_abs,
-                  theirs.max_abs, agree, n, greedy_same ? "yes" : "no", ours_f32.rms,
-                  ours_f32.max_abs, vs_ref.rms);
+    std::snprintf(
+        line, sizeof line,
+        "| %s | %.3g | %.3g | %.4f | %.3g | %.3g | %zu/%zu | %s | %.3g | %.3g | %.3g | %.2g |\n",
+        c.name.c_str(), ours.rms, theirs.rms, ours.rms / theirs.rms, ours.max_abs, theirs.max_abs,
+        agree, n, greedy_same ? "yes" : "no", ours_f32.rms, ours_f32.max_abs, vs_ref.rms, noise);
     table += line;
   }
   std::printf("%s", table.c_str());
