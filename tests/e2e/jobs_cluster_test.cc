@@ -6,10 +6,17 @@
 // exactly once, a page never changes once seen, no item runs again after its page committed, and
 // every node ran some of the jobs. SYNAPSE_CLUSTER_JOBS sets the job count (default 60, so the
 // default suite stays fast; the issue's figure is 200).
+//
+// Benchmarks (disabled in the suite; scripts/jobs-bench.sh runs them from a release build):
+// JobsClusterBench.DISABLED_ItemsPerSecond runs the same load on 1 node and on 3 nodes of
+// `synapse serve --threads 1` (and on 1 node over SQLite) and prints items/s as JSON lines;
+// JobsClusterBench.DISABLED_StorePerItemOverhead times the store's calls per item with no model.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -20,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "jobs/job_executor.h"
 #include "jobs/job_store_testing.h"
 #include "tests/e2e/server_process.h"
 #include "tests/support/test_support.h"
@@ -173,6 +181,238 @@ TEST(JobsCluster, ThreeNodesKilledAndCutCommitEveryItemOnce) {
     }
   }
   EXPECT_EQ(nodes_that_ran.size(), static_cast<size_t>(kNodes)) << "the work was not spread";
+}
+
+// --- Benchmarks (scripts/jobs-bench.sh) ---
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Whether a job is still queued or running (two one-row listings, not one query per job).
+bool work_left(jobs::JobStore& store) {
+  for (const jobs::JobState state : {jobs::JobState::kQueued, jobs::JobState::kRunning}) {
+    Result<std::vector<jobs::JobInfo>> left = store.list_jobs({.state = state, .limit = 1});
+    if (!left.ok() || !left->empty()) return true;
+  }
+  return false;
+}
+
+// Submits `jobs` jobs of `items` items through the nodes in turn and times them from the first
+// submit until none is queued or running; prints one JSON line and returns items/s.
+double run_cluster_load(jobs::StoreBackend backend, int node_count, int jobs, int items,
+                        int max_tokens, const std::string& model, testing::TempDir& work) {
+  std::unique_ptr<jobs::TestStore> location = *jobs::TestStore::create(backend);
+  const bool pg = backend == jobs::StoreBackend::kPostgres;
+  const std::string db =
+      pg ? (*testing::PgTestServer::shared())->url(location->database()) : location->location();
+  std::unique_ptr<jobs::JobStore> store = std::move(*location->open());
+  const std::string parallel = std::to_string(env_int("SYNAPSE_BENCH_PARALLEL", 16));
+  std::vector<std::unique_ptr<testing::ServerProcess>> nodes;
+  for (int n = 0; n < node_count; ++n) {
+    const std::string log = work.file("bench-node" + std::to_string(n) + ".log");
+    nodes.push_back(std::make_unique<testing::ServerProcess>(
+        model, "--threads 1 --parallel " + parallel + " --job-workers 1 --jobs-db '" + db + "'",
+        log));
+    EXPECT_GT(nodes.back()->port(), 0) << testing::read_file_text(log);
+    if (nodes.back()->port() <= 0) return 0;
+  }
+  std::vector<std::string> bodies;
+  for (int j = 0; j < jobs; ++j) {
+    Json requests = Json::array();
+    for (int i = 0; i < items; ++i) {
+      Json body = Json::parse(item_body(j, i));
+      body["max_tokens"] = max_tokens;
+      requests.push_back({{"custom_id", "j" + std::to_string(j) + "-i" + std::to_string(i)},
+                          {"url", "/v1/completions"},
+                          {"body", body}});
+    }
+    bodies.push_back(Json{{"requests", requests}}.dump());
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int j = 0; j < jobs; ++j) {
+    const testing::HttpReply created =
+        testing::http_request(nodes[static_cast<size_t>(j % node_count)]->port(), "POST",
+                              "/v1/jobs", bodies[static_cast<size_t>(j)]);
+    EXPECT_EQ(created.status, 201) << created.body;
+  }
+  const double submit_s = seconds_since(t0);
+  while (work_left(*store) && seconds_since(t0) < 900) {
+    std::this_thread::sleep_for(20ms);
+  }
+  const double elapsed = seconds_since(t0);
+  EXPECT_FALSE(work_left(*store)) << "the load did not finish in 15 minutes";
+  int64_t succeeded = 0;
+  for (const jobs::JobInfo& job : *store->list_jobs({.limit = 100000})) {
+    succeeded += job.counts.succeeded;
+  }
+  EXPECT_EQ(succeeded, static_cast<int64_t>(jobs) * items);
+  const double rate = static_cast<double>(jobs) * items / elapsed;
+  std::printf("%s\n", Json{{"bench", "jobs_cluster"},
+                           {"store", pg ? "postgres" : "sqlite"},
+                           {"nodes", node_count},
+                           {"threads_per_node", 1},
+                           {"jobs", jobs},
+                           {"items_per_job", items},
+                           {"max_tokens", max_tokens},
+                           {"submit_s", submit_s},
+                           {"seconds", elapsed},
+                           {"items_per_s", rate}}
+                          .dump()
+                          .c_str());
+  std::fflush(stdout);
+  return rate;
+}
+
+// SYNAPSE_BENCH_JOBS (default 24) jobs of SYNAPSE_BENCH_ITEMS (32) items, SYNAPSE_BENCH_MAX_TOKENS
+// (8) tokens each, on PostgreSQL with 1 node and with 3, and on SQLite with 1 node.
+TEST(JobsClusterBench, DISABLED_ItemsPerSecond) {
+  SYN_REQUIRE_POSTGRES(server);
+  std::printf("PostgreSQL test server on %s\n", server->socket_dir().c_str());
+  testing::TempDir work;
+  const std::string model = work.file("tiny.gguf");
+  ASSERT_EQ(testing::synth_serving_model(model, 512), "");
+  const int jobs = env_int("SYNAPSE_BENCH_JOBS", 24);
+  const int items = env_int("SYNAPSE_BENCH_ITEMS", 32);
+  const int max_tokens = env_int("SYNAPSE_BENCH_MAX_TOKENS", 8);
+  const double sqlite_one =
+      run_cluster_load(jobs::StoreBackend::kSqlite, 1, jobs, items, max_tokens, model, work);
+  const double pg_one =
+      run_cluster_load(jobs::StoreBackend::kPostgres, 1, jobs, items, max_tokens, model, work);
+  const double pg_three =
+      run_cluster_load(jobs::StoreBackend::kPostgres, 3, jobs, items, max_tokens, model, work);
+  std::printf("%s\n", Json{{"bench", "jobs_cluster_scaling"},
+                           {"max_tokens", max_tokens},
+                           {"cpus", std::thread::hardware_concurrency()},
+                           {"three_over_one", pg_one > 0 ? pg_three / pg_one : 0},
+                           {"postgres_over_sqlite", sqlite_one > 0 ? pg_one / sqlite_one : 0}}
+                          .dump()
+                          .c_str());
+}
+
+// An ItemRunner that costs nothing: what is left is the store.
+class InstantRunner final : public jobs::ItemRunner {
+ public:
+  jobs::ItemOutcome run(const jobs::WorkItem& item) override {
+    return jobs::ItemOutcome::success(item.index, R"({"ok":true})");
+  }
+};
+
+// Times each store call of the executor's protocol (run_one_job's order: acquire, next_items,
+// run, commit_page, renew; complete), with items that take no time.
+struct CallTimes {
+  double submit = 0, acquire = 0, next_items = 0, commit_page = 0, renew = 0, complete = 0;
+  double total() const { return acquire + next_items + commit_page + renew + complete; }
+};
+
+template <typename F>
+auto timed(double& into, F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = f();
+  into += seconds_since(t0);
+  return r;
+}
+
+jobs::Submission bench_submission(int job, int items) {
+  jobs::Submission s;
+  for (int i = 0; i < items; ++i) {
+    s.requests.push_back({.custom_id = "j" + std::to_string(job) + "-i" + std::to_string(i),
+                          .url = "/v1/completions",
+                          .body = item_body(job, i)});
+  }
+  return s;
+}
+
+// Drains every job with `executors` threads, each on its own connection, items costing nothing.
+double drain_rate(const jobs::TestStore& location, int executors, int64_t total_items) {
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int e = 0; e < executors; ++e) {
+    threads.emplace_back([&, e] {
+      std::unique_ptr<jobs::JobStore> store = std::move(*location.open());
+      InstantRunner runner;
+      jobs::ExecutorOptions options;
+      options.owner = "bench/executor-" + std::to_string(e);
+      for (;;) {
+        Result<jobs::ExecutorResult> r = jobs::run_one_job(*store, runner, options);
+        if (r.ok() && *r == jobs::ExecutorResult::kNoJob) break;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return static_cast<double>(total_items) / seconds_since(t0);
+}
+
+// SYNAPSE_BENCH_STORE_JOBS (default 50) jobs of SYNAPSE_BENCH_ITEMS (32) items on each backend:
+// µs per item of each call, then items/s drained by 1 and by 3 executors with no model.
+TEST(JobsClusterBench, DISABLED_StorePerItemOverhead) {
+  const int job_count = env_int("SYNAPSE_BENCH_STORE_JOBS", 50);
+  const int items = env_int("SYNAPSE_BENCH_ITEMS", 32);
+  const int64_t total = static_cast<int64_t>(job_count) * items;
+  for (const jobs::StoreBackend backend :
+       {jobs::StoreBackend::kSqlite, jobs::StoreBackend::kPostgres}) {
+    SYN_TEST_STORE(location, backend);
+    std::unique_ptr<jobs::JobStore> store = std::move(*location->open());
+    CallTimes t;
+    for (int j = 0; j < job_count; ++j) {
+      ASSERT_TRUE(timed(t.submit, [&] {
+                    return store->submit(bench_submission(j, items), std::nullopt);
+                  }).ok());
+    }
+    for (int j = 0; j < job_count; ++j) {
+      Result<std::optional<jobs::Lease>> lease =
+          timed(t.acquire, [&] { return store->acquire("bench/one", 30'000); });
+      ASSERT_TRUE(lease.ok() && lease->has_value());
+      jobs::Lease& l = **lease;
+      for (;;) {
+        Result<jobs::NextItems> next =
+            timed(t.next_items, [&] { return store->next_items(l, 16); });
+        ASSERT_TRUE(next.ok()) << next.status().to_string();
+        if (next->items.empty()) break;
+        std::vector<jobs::ItemOutcome> outcomes;
+        for (const jobs::WorkItem& item : next->items) {
+          outcomes.push_back(jobs::ItemOutcome::success(item.index, R"({"ok":true})"));
+        }
+        ASSERT_TRUE(timed(t.commit_page, [&] { return store->commit_page(l, outcomes); }).ok());
+        ASSERT_TRUE(timed(t.renew, [&] { return store->renew(l, 30'000); }).ok());
+      }
+      ASSERT_TRUE(timed(t.complete, [&] { return store->complete(l); }).ok());
+    }
+    const auto per_item = [&](double s) { return s * 1e6 / static_cast<double>(total); };
+    // The same load again, drained by executors in threads (one connection each).
+    for (int j = 0; j < job_count; ++j) {
+      ASSERT_TRUE(store->submit(bench_submission(job_count + j, items), std::nullopt).ok());
+    }
+    const double one = drain_rate(*location, 1, total);
+    for (int j = 0; j < job_count; ++j) {
+      ASSERT_TRUE(store->submit(bench_submission(2 * job_count + j, items), std::nullopt).ok());
+    }
+    const double three = drain_rate(*location, 3, total);
+    EXPECT_FALSE(work_left(*store));
+    std::printf("%s\n",
+                Json{{"bench", "jobs_store"},
+                     {"store", backend == jobs::StoreBackend::kSqlite ? "sqlite" : "postgres"},
+                     {"jobs", job_count},
+                     {"items_per_job", items},
+                     {"items_per_page", 16},
+                     {"us_per_item",
+                      {{"submit", per_item(t.submit)},
+                       {"acquire", per_item(t.acquire)},
+                       {"next_items", per_item(t.next_items)},
+                       {"commit_page", per_item(t.commit_page)},
+                       {"renew", per_item(t.renew)},
+                       {"complete", per_item(t.complete)},
+                       {"execution_total", per_item(t.total())}}},
+                     {"no_model_items_per_s", {{"executors_1", one}, {"executors_3", three}}}}
+                    .dump()
+                    .c_str());
+    std::fflush(stdout);
+  }
 }
 
 }  // namespace
