@@ -2,8 +2,11 @@
 // AVX2 dot products of the 32-element block types (IQ4_NL included) with Q8_0 activations. Each
 // block's integer dot product is exact (vpmaddubsw on unsigned levels and signed activations cannot
 // saturate: at most 31 * 127 * 2 < 2^15, and 128 * 127 * 2 for Q8_0 through the sign trick); blocks
-// are scaled and accumulated in float lanes. Register tiles: 1 row x 1 column (decode) and 2 rows x
-// 2 columns (batched decode).
+// are scaled and accumulated in float lanes, eight per (row, column), one block after another.
+// Decode reads two far-apart rows as prefetched streams (rows_kernel); batched columns run in
+// 3 x 4 register tiles (block_kernel); prefill unpacks a tile's rows once (tile). All three do
+// each (row, column)'s arithmetic in the same order, so a result never depends on the route,
+// the batch or the threads.
 #include "kernels/avx2/avx2_internal.h"
 #include "kernels/avx2/simd_avx2.h"
 
@@ -100,22 +103,29 @@ struct IQ4_NL {
   static float min(const uint8_t* /*b*/) { return 0.0f; }
 };
 
+// R rows x C columns (C <= 4). Per block, the R x C scale products dw * dx (and min * dx) are
+// formed four at a time and stored, and each multiply-add takes its scale as a broadcast load:
+// the float products are the very ones a scalar dw * dx gives, and the vector ports keep their
+// cycles for the integer dot products.
 template <typename W, size_t R, size_t C>
 void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride,
                   size_t n_blocks, float* y, size_t y_stride) {
+  static_assert(C <= 4, "four scale products per row at a time");
   __m256 acc[R][C];
   for (size_t r = 0; r < R; ++r) {
     for (size_t c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
   }
   const __m256i ones16 = _mm256_set1_epi16(1);
+  alignas(16) float scale[R][4];
+  alignas(16) float min_scale[R][4];
   for (size_t b = 0; b < n_blocks; ++b) {
     __m256i xq[C], x_offset[C];
     __m256 x_sum[C];
-    __m256 dx[C];
+    __m128i dx_half = _mm_setzero_si128();
 #pragma GCC unroll 8
     for (size_t c = 0; c < C; ++c) {
       const uint8_t* xb = x + c * x_stride + b * kQ8Bytes;
-      dx[c] = _mm256_set1_ps(f16_to_f32(load_u16(xb)));
+      dx_half = _mm_insert_epi16(dx_half, load_u16(xb), static_cast<int>(c));
       xq[c] = load_256(xb + 2);
       if constexpr (W::kOffset != 0) {
         x_offset[c] = _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset), xq[c]);
@@ -124,24 +134,27 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
         x_sum[c] = _mm256_cvtepi32_ps(madd_u8_s8(_mm256_set1_epi8(1), xq[c]));
       }
     }
+    const __m128 dx = _mm_cvtph_ps(dx_half);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) {
+      const uint8_t* wb = w + r * w_stride + b * W::kBytes;
+      _mm_store_ps(scale[r], _mm_mul_ps(_mm_set1_ps(W::scale(wb)), dx));
+      if constexpr (W::kHasMin) _mm_store_ps(min_scale[r], _mm_mul_ps(_mm_set1_ps(W::min(wb)), dx));
+    }
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       const uint8_t* wb = w + r * w_stride + b * W::kBytes;
       const __m256i q = W::levels(wb);
       const __m256i q_unsigned = W::kSigned ? _mm256_abs_epi8(q) : q;
-      const __m256 dw = _mm256_set1_ps(W::scale(wb));
-      __m256 min = _mm256_setzero_ps();
-      if constexpr (W::kHasMin) min = _mm256_set1_ps(W::min(wb));
 #pragma GCC unroll 8
       for (size_t c = 0; c < C; ++c) {
         __m256i pairs =
             _mm256_maddubs_epi16(q_unsigned, W::kSigned ? _mm256_sign_epi8(xq[c], q) : xq[c]);
         if constexpr (W::kOffset != 0) pairs = _mm256_sub_epi16(pairs, x_offset[c]);
         const __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones16));
-        // dw * dx rounded once, as a vector: the same float as the scalar product.
-        acc[r][c] = _mm256_fmadd_ps(sum, _mm256_mul_ps(dw, dx[c]), acc[r][c]);
+        acc[r][c] = _mm256_fmadd_ps(sum, _mm256_broadcast_ss(&scale[r][c]), acc[r][c]);
         if constexpr (W::kHasMin) {
-          acc[r][c] = _mm256_fmadd_ps(x_sum[c], _mm256_mul_ps(min, dx[c]), acc[r][c]);
+          acc[r][c] = _mm256_fmadd_ps(x_sum[c], _mm256_broadcast_ss(&min_scale[r][c]), acc[r][c]);
         }
       }
     }
