@@ -161,16 +161,25 @@ void scale(const float* x, float s, float* y, size_t n) {
   for (; i < n; ++i) y[i] = x[i] * s;
 }
 
-// 64-bit lane sums of 256-byte steps with four independent accumulators: enough loads in flight
-// to saturate memory bandwidth from one core.
+// 64-bit lane sums of 256-byte steps, the two halves of the buffer read side by side and each
+// prefetched 2 KiB ahead: the access pattern the decode kernels use, so the yardstick they are
+// measured against is the best this core reaches, not a single stream's lower figure.
 uint64_t read_bytes(const uint8_t* p, size_t n) {
+  constexpr size_t kStep = 256, kPrefetch = 2048;
+  const size_t half = n / 2 / kStep * kStep;
+  const uint8_t* streams[2] = {p, p + half};
   __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
                     _mm256_setzero_si256()};
-  size_t i = 0;
-  for (; i + 256 <= n; i += 256) {
-    for (int j = 0; j < 8; ++j) {
-      acc[j % 4] = _mm256_add_epi64(
-          acc[j % 4], _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32 * j)));
+  for (size_t i = 0; i < half; i += kStep) {
+    for (int s = 0; s < 2; ++s) {
+      const uint8_t* q = streams[s] + i;
+      for (size_t line = 0; line < kStep; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetch + line), _MM_HINT_T0);
+      }
+      for (int j = 0; j < 8; ++j) {
+        acc[j % 4] = _mm256_add_epi64(
+            acc[j % 4], _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * j)));
+      }
     }
   }
   const __m256i total =
@@ -178,6 +187,8 @@ uint64_t read_bytes(const uint8_t* p, size_t n) {
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), total);
   uint64_t sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  // What the two streams left: the whole steps after 2 * half, then the words.
+  size_t i = 2 * half;
   for (; i + 8 <= n; i += 8) {
     uint64_t word;
     std::memcpy(&word, p + i, sizeof(word));
