@@ -7,6 +7,8 @@
 // 3 x 4 register tiles (block_kernel); prefill unpacks a tile's rows once (tile). All three do
 // each (row, column)'s arithmetic in the same order, so a result never depends on the route,
 // the batch or the threads.
+#include <utility>
+
 #include "kernels/avx2/avx2_internal.h"
 #include "kernels/avx2/simd_avx2.h"
 
@@ -103,6 +105,15 @@ struct IQ4_NL {
   static float min(const uint8_t* /*b*/) { return 0.0f; }
 };
 
+// The F16 scales of block b of C columns in the low words (the lane index must be a constant,
+// hence the index sequence).
+template <size_t... I>
+inline __m128i gather_scales(const uint8_t* block, size_t x_stride, std::index_sequence<I...>) {
+  __m128i v = _mm_setzero_si128();
+  ((v = _mm_insert_epi16(v, static_cast<int16_t>(load_u16(block + I * x_stride)), I)), ...);
+  return v;
+}
+
 // R rows x C columns (C <= 4). Per block, the R x C scale products dw * dx (and min * dx) are
 // formed four at a time and stored, and each multiply-add takes its scale as a broadcast load:
 // the float products are the very ones a scalar dw * dx gives, and the vector ports keep their
@@ -121,11 +132,9 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
   for (size_t b = 0; b < n_blocks; ++b) {
     __m256i xq[C], x_offset[C];
     __m256 x_sum[C];
-    __m128i dx_half = _mm_setzero_si128();
 #pragma GCC unroll 8
     for (size_t c = 0; c < C; ++c) {
       const uint8_t* xb = x + c * x_stride + b * kQ8Bytes;
-      dx_half = _mm_insert_epi16(dx_half, load_u16(xb), static_cast<int>(c));
       xq[c] = load_256(xb + 2);
       if constexpr (W::kOffset != 0) {
         x_offset[c] = _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset), xq[c]);
@@ -134,7 +143,8 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
         x_sum[c] = _mm256_cvtepi32_ps(madd_u8_s8(_mm256_set1_epi8(1), xq[c]));
       }
     }
-    const __m128 dx = _mm_cvtph_ps(dx_half);
+    const __m128 dx =
+        _mm_cvtph_ps(gather_scales(x + b * kQ8Bytes, x_stride, std::make_index_sequence<C>()));
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       const uint8_t* wb = w + r * w_stride + b * W::kBytes;
