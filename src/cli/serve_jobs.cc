@@ -5,12 +5,94 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/paths.h"
 #include "jobs/job_store_open.h"
 #include "pg/pg_db.h"
 
 namespace synapse::cli {
+namespace {
+
+// The store the HTTP routes use: the worker's, plus a word to the worker when a cancel succeeds,
+// so the job's calls in flight stop at once (JobWorker::job_cancelled).
+class CancelNotifyingStore final : public jobs::JobStore {
+ public:
+  CancelNotifyingStore(jobs::JobStore& store, request::JobWorker& worker)
+      : store_(store), worker_(worker) {}
+
+  Result<jobs::JobInfo> cancel(std::string_view job_id) override {
+    Result<jobs::JobInfo> job = store_.cancel(job_id);
+    if (job.ok() && job->state == jobs::JobState::kCancelled) worker_.job_cancelled(job->id);
+    return job;
+  }
+
+  Result<jobs::SubmitResult> submit(const jobs::Submission& submission,
+                                    std::optional<std::string_view> idempotency_key) override {
+    return store_.submit(submission, idempotency_key);
+  }
+  Result<std::optional<jobs::Lease>> acquire(std::string_view owner,
+                                             int64_t lease_duration_ms) override {
+    return store_.acquire(owner, lease_duration_ms);
+  }
+  Result<jobs::NextItems> next_items(const jobs::Lease& lease, int64_t max_items) override {
+    return store_.next_items(lease, max_items);
+  }
+  Result<jobs::CommitResult> commit_page(const jobs::Lease& lease,
+                                         const std::vector<jobs::ItemOutcome>& outcomes) override {
+    return store_.commit_page(lease, outcomes);
+  }
+  Result<int64_t> renew(jobs::Lease& lease, int64_t lease_duration_ms) override {
+    return store_.renew(lease, lease_duration_ms);
+  }
+  Status release(const jobs::Lease& lease, int64_t not_before_ms) override {
+    return store_.release(lease, not_before_ms);
+  }
+  Status complete(const jobs::Lease& lease) override { return store_.complete(lease); }
+  Status fail(const jobs::Lease& lease, ErrorCode code, std::string_view message) override {
+    return store_.fail(lease, code, message);
+  }
+  Result<int64_t> reclaim_leases(std::string_view owner_prefix) override {
+    return store_.reclaim_leases(owner_prefix);
+  }
+  Result<jobs::JobInfo> get_job(std::string_view job_id) override { return store_.get_job(job_id); }
+  Result<std::vector<jobs::JobInfo>> list_jobs(const jobs::JobFilter& filter) override {
+    return store_.list_jobs(filter);
+  }
+  Result<jobs::ResultPage> result_page(std::string_view job_id, int64_t page) override {
+    return store_.result_page(job_id, page);
+  }
+  Result<std::vector<jobs::JobEvent>> events(std::string_view job_id) override {
+    return store_.events(job_id);
+  }
+  Result<std::vector<jobs::ItemInfo>> items(std::string_view job_id) override {
+    return store_.items(job_id);
+  }
+  Result<jobs::ExpireResult> expire() override { return store_.expire(); }
+  Result<jobs::StoredFile> create_file(std::string_view filename, std::string_view purpose,
+                                       std::string_view content) override {
+    return store_.create_file(filename, purpose, content);
+  }
+  Result<jobs::StoredFile> get_file(std::string_view file_id) override {
+    return store_.get_file(file_id);
+  }
+  Result<std::string> file_content(std::string_view file_id) override {
+    return store_.file_content(file_id);
+  }
+  Result<std::vector<jobs::StoredFile>> list_files(const jobs::FileFilter& filter) override {
+    return store_.list_files(filter);
+  }
+  Status delete_file(std::string_view file_id) override { return store_.delete_file(file_id); }
+
+ private:
+  jobs::JobStore& store_;
+  request::JobWorker& worker_;
+};
+
+}  // namespace
 
 void add_serve_jobs_options(CLI::App* cmd, ServeJobsOptions& options) {
   cmd->add_option("--jobs-db", options.database,
@@ -87,6 +169,8 @@ Result<std::unique_ptr<ServeJobs>> ServeJobs::start(const ServeJobsOptions& opti
     SYN_RETURN_IF_ERROR(started);
     request::JobWorker* worker = jobs->worker_.get();
     jobs->api_.on_submitted = [worker] { worker->notify(); };
+    jobs->api_store_ = std::make_unique<CancelNotifyingStore>(*jobs->store_, *worker);
+    jobs->api_.store = jobs->api_store_.get();
   }
   return jobs;
 }

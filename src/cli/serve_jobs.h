@@ -45,6 +45,7 @@ class ServeJobs {
   std::string database_;
   std::unique_ptr<jobs::JobStore> store_;
   std::unique_ptr<request::JobWorker> worker_;
+  std::unique_ptr<jobs::JobStore> api_store_;  // store_ for the routes, telling worker_ of cancels
   server::JobsApi api_;
 };
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 namespace synapse::request {
 namespace {
@@ -33,7 +34,8 @@ std::string host_name() {
 // items_per_commit items and each thread only waits on its request's events.
 class JobWorker::PageRunner final : public jobs::ItemRunner {
  public:
-  explicit PageRunner(const JobWorker& worker) : worker_(worker) {}
+  // `job_id` is the job being run (the worker thread's lease, set before any page runs).
+  PageRunner(JobWorker& worker, const std::string& job_id) : worker_(worker), job_id_(job_id) {}
 
   jobs::ItemOutcome run(const jobs::WorkItem& item) override {
     const std::atomic<bool> never{false};
@@ -51,6 +53,12 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
     std::mutex mu;
     std::condition_variable done_cv;
     size_t done = 0;
+    // Registered so that job_cancelled() can stop the calls at once.
+    const RunningPage self{.job_id = &job_id_, .abort = &abort, .wake = &done_cv};
+    {
+      const std::lock_guard lock(worker_.running_mu_);
+      worker_.running_.push_back(self);
+    }
     std::vector<std::thread> threads;
     threads.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
@@ -74,6 +82,10 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
       }
     }
     for (std::thread& t : threads) t.join();
+    {
+      const std::lock_guard lock(worker_.running_mu_);
+      std::erase_if(worker_.running_, [&](const RunningPage& p) { return p.abort == &abort; });
+    }
     std::vector<jobs::ItemOutcome> finished;
     for (std::optional<jobs::ItemOutcome>& o : outcomes) {
       if (o) finished.push_back(std::move(*o));
@@ -89,6 +101,7 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
       return abort.load() || worker_.stopping_.load();
     };
     for (;;) {
+      if (cancelled()) return std::nullopt;  // e.g. cancelled while waiting out a full queue
       Result<std::string> response =
           worker_.call_(item.url, item.body, request_class_of(item.job_class), cancelled);
       if (cancelled()) return std::nullopt;
@@ -104,7 +117,8 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
     }
   }
 
-  const JobWorker& worker_;
+  JobWorker& worker_;
+  const std::string& job_id_;
 };
 
 JobWorker::JobWorker(jobs::JobStore& store, ItemCall call, JobWorkerOptions options)
@@ -129,6 +143,15 @@ void JobWorker::notify() {
     ++notifications_;
   }
   cv_.notify_all();
+}
+
+void JobWorker::job_cancelled(std::string_view job_id) {
+  const std::lock_guard lock(running_mu_);
+  for (const RunningPage& page : running_) {
+    if (*page.job_id != job_id) continue;
+    page.abort->store(true);
+    page.wake->notify_all();
+  }
 }
 
 void JobWorker::stop() {
@@ -194,10 +217,11 @@ void JobWorker::work(size_t index) {
   executor.items_per_commit = options_.items_per_commit;
   executor.renew_after_ms = options_.lease_duration_ms / 3;
   executor.should_stop = [this] { return stopping_.load(); };
-  PageRunner runner(*this);
+  jobs::Lease lease;  // run_one_job fills it when it leases, before any page runs
+  PageRunner runner(*this, lease.job_id);
   std::string last_error;  // said once, not at every poll while it lasts
   while (!stopping_.load()) {
-    jobs::Lease lease;
+    lease = jobs::Lease();
     Result<jobs::ExecutorResult> result = jobs::run_one_job(store_, runner, executor, &lease);
     if (!result.ok()) {
       // Storage trouble (a full disk, a read-only database): the lease runs out or is reclaimed

@@ -62,6 +62,11 @@ class JobWorker {
   Status start();
   // A job was submitted: idle workers look at once instead of at their next poll.
   void notify();
+  // The job was cancelled (JobStore::cancel succeeded): a worker running its items cancels the
+  // calls in flight now, so their engine requests end within one step instead of at the
+  // executor's next look at the job's state (ExecutorOptions::check_after_ms; that look still
+  // catches cancels made elsewhere: another node, `synapse jobs cancel`). Any thread.
+  void job_cancelled(std::string_view job_id);
   // Stops taking jobs: items in flight are cancelled (they run again after a restart), finished
   // ones are committed and each job goes back to the queue. Joins the threads and releases the
   // executor lock (a server waiting for it takes over). Idempotent.
@@ -73,6 +78,12 @@ class JobWorker {
 
  private:
   class PageRunner;
+  // A page in flight: its job, and how to stop its calls.
+  struct RunningPage {
+    const std::string* job_id;
+    std::atomic<bool>* abort;
+    std::condition_variable* wake;
+  };
   void manage();
   void work(size_t index);
   bool wait_for_work(std::chrono::milliseconds timeout);
@@ -87,6 +98,8 @@ class JobWorker {
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t notifications_ = 0;  // guarded by mu_
+  std::mutex running_mu_;
+  std::vector<RunningPage> running_;  // guarded by running_mu_
   std::thread manager_;
   std::vector<std::thread> workers_;  // started by the manager once it holds the lock
 };

@@ -140,6 +140,47 @@ TEST_F(JobWorkerTest, ACancelStopsTheRunningItemsWithinAboutASecond) {
   EXPECT_EQ(state(next), jobs::JobState::kQueued);  // given back, not left leased
 }
 
+// A cancel made through this server (the HTTP routes' store tells the worker) ends the calls in
+// flight at once, not at the executor's next look at the job (every second): the engine
+// requests of a cancelled job do not go on running.
+TEST_F(JobWorkerTest, ACancelThroughTheServerStopsTheCallsInFlightAtOnce) {
+  std::atomic<int> started{0};
+  std::atomic<int> mine_started{0};
+  std::atomic<int> running{0};
+  auto w = worker([&](std::string_view, std::string_view body, serve::RequestClass,
+                      const std::function<bool()>& cancelled) -> Result<std::string> {
+    ++started;
+    const bool mine = body.find("other") == std::string_view::npos;  // the cancelled job's
+    if (mine) {
+      ++running;
+      ++mine_started;
+    }
+    while (!cancelled()) std::this_thread::sleep_for(1ms);
+    if (mine) --running;
+    return Status(ErrorCode::kCancelled, "cancelled");
+  });
+  const std::string id = submit(16);
+  // Queued behind it: a cancel of another job stops nothing.
+  jobs::Submission queued;
+  queued.requests.push_back(
+      {.custom_id = "other", .url = "/v1/completions", .body = R"({"prompt":"other"})"});
+  const std::string other = store_->submit(queued, std::nullopt)->job.id;
+  ASSERT_TRUE(w->start().ok());
+  ASSERT_TRUE(eventually([&] { return running.load() == 16; }));
+  w->job_cancelled(other);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(running.load(), 16);
+  ASSERT_TRUE(store_->cancel(id).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  w->job_cancelled(id);
+  ASSERT_TRUE(eventually([&] { return running.load() == 0; }));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms);  // the executor looks every 1000 ms
+  EXPECT_EQ(mine_started.load(), 16);                       // none of its items started again
+  EXPECT_TRUE(eventually([&] { return started.load() == 17; }));  // the worker went on
+  w->stop();
+  EXPECT_EQ(store_->get_job(id)->page_count, 0);
+}
+
 TEST_F(JobWorkerTest, StopGivesTheJobBackWithNothingCommitted) {
   std::atomic<int> started{0};
   auto w = worker(until_cancelled(started));

@@ -359,6 +359,59 @@ TEST_F(JobsServeTest, OpenAiSdkBatches) {
 
 // A server killed while it runs a job: the restarted one takes the job over at once (it holds
 // the database's executor lock, so the old lease is known dead) instead of waiting out the lease.
+// Requests of the batch class holding a decode slot (/metrics); -1 when unreadable.
+int running_batch_sequences(int port) {
+  const testing::HttpReply metrics = http_request(port, "GET", "/metrics", "");
+  const std::string name = "synapse_running_sequences{";
+  for (size_t at = metrics.body.find(name); at != std::string::npos;
+       at = metrics.body.find(name, at + 1)) {
+    const std::string line = metrics.body.substr(at, metrics.body.find('\n', at) - at);
+    if (line.find("class=\"batch\"") == std::string::npos) continue;
+    return std::atoi(line.substr(line.rfind(' ') + 1).c_str());
+  }
+  return -1;
+}
+
+// A cancel through the HTTP API ends the job's requests in the engine at once (within a step),
+// not when the executor next looks at the job (a second later), and starts none of its others.
+TEST_F(JobsServeTest, CancelEndsTheJobsRequestsInTheEngineAtOnce) {
+  const std::string model = work_.file("long.gguf");
+  ASSERT_EQ(testing::synth_serving_model(model, 4096), "");
+  ServerProcess server(model, "--threads 1 --parallel 16 --jobs-db " + quote(db()), log());
+  ASSERT_GT(server.port(), 0) << testing::read_file_text(log());
+  jobs::Submission s;
+  for (int i = 0; i < 200; ++i) {
+    s.requests.push_back(
+        {.custom_id = "long-" + std::to_string(i),
+         .url = "/v1/completions",
+         .body =
+             Json{{"prompt", kPrompts[i % 8]}, {"max_tokens", 4000}, {"temperature", 0}}.dump()});
+  }
+  const std::string id = submit(s);
+  const auto started_by = std::chrono::steady_clock::now() + 60s;
+  while (running_batch_sequences(server.port()) < 8 &&
+         std::chrono::steady_clock::now() < started_by) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_GE(running_batch_sequences(server.port()), 8) << testing::read_file_text(log());
+  const testing::HttpReply cancelled =
+      http_request(server.port(), "POST", "/v1/jobs/" + id + "/cancel", "");
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (running_batch_sequences(server.port()) != 0 &&
+         std::chrono::steady_clock::now() - t0 < 10s) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(took, 500ms) << "the cancelled job's requests ran on for "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                         << " ms";
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(running_batch_sequences(server.port()), 0);  // none of its other items started
+  EXPECT_EQ(store_->get_job(id)->state, jobs::JobState::kCancelled);
+  EXPECT_EQ(store_->get_job(id)->page_count, 0);
+}
+
 TEST_F(JobsServeTest, RestartResumesAKilledServersJobAtOnce) {
   jobs::Submission s;
   for (int i = 0; i < 64; ++i) {
