@@ -189,12 +189,18 @@ int run_list(JobStore& store, const Options& o) {
     std::printf("no jobs (synapse jobs submit FILE.jsonl adds one)\n");
     return kExitOk;
   }
-  std::printf("%-28s %-10s %-10s %13s  %s\n", "ID", "STATUS", "CLASS", "DONE/TOTAL", "CREATED");
+  std::printf("%-28s %-10s %-10s %13s  %-19s  %s\n", "ID", "STATUS", "CLASS", "DONE/TOTAL",
+              "CREATED", "NODE");
   for (const JobInfo& job : *listed) {
-    std::printf("%-28s %-10s %-10s %13s  %s\n", job.id.c_str(),
+    // NODE: which `synapse serve` ran (or runs) it, from its lease events; queued jobs never
+    // leased show "-".
+    Result<std::vector<jobs::JobEvent>> events = store.events(job.id);
+    const std::string node =
+        events.ok() ? jobs::job_node_text(job, *events) : jobs::job_node_text(job, {});
+    std::printf("%-28s %-10s %-10s %13s  %-19s  %s\n", job.id.c_str(),
                 std::string(jobs::job_state_name(job.state)).c_str(),
                 std::string(jobs::job_class_name(job.job_class)).c_str(), done_text(job).c_str(),
-                time_text(job.created_ms).c_str());
+                time_text(job.created_ms).c_str(), node.c_str());
   }
   if (has_more) std::printf("(more jobs: --limit N shows up to N)\n");
   return kExitOk;

@@ -159,4 +159,30 @@ Result<JobFilter> parse_job_filter(const JobFilterText& text) {
   return filter;
 }
 
+std::string executor_node(std::string_view owner) {
+  constexpr std::string_view kServe = "synapse-serve/";
+  if (!owner.starts_with(kServe)) return std::string(owner);
+  owner.remove_prefix(kServe.size());
+  return std::string(owner.substr(0, owner.find('/')));
+}
+
+std::string job_node_text(const JobInfo& job, const std::vector<JobEvent>& events) {
+  std::vector<std::string> nodes;  // in lease order, each once
+  const auto add = [&](std::string node) {
+    std::erase(nodes, node);
+    nodes.push_back(std::move(node));
+  };
+  for (const JobEvent& event : events) {
+    constexpr std::string_view kOwner = "owner ";
+    if (event.kind != "leased" || !event.detail.starts_with(kOwner)) continue;
+    const std::string_view rest = std::string_view(event.detail).substr(kOwner.size());
+    add(executor_node(rest.substr(0, rest.find(','))));
+  }
+  if (job.lease_owner) add(executor_node(*job.lease_owner));
+  if (nodes.empty()) return "-";
+  std::string text = nodes.back();
+  if (nodes.size() > 1) text += " +" + std::to_string(nodes.size() - 1);
+  return text;
+}
+
 }  // namespace synapse::jobs

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,6 +33,14 @@ Result<nlohmann::ordered_json> result_page_json(const ResultPage& page);
 
 // {"object": "list", "data": [jobs…], "has_more", "last_id": the last job's id | null}.
 nlohmann::ordered_json job_list_json(const std::vector<JobInfo>& jobs, bool has_more);
+
+// The node an executor runs on, from the owner it leases with: "synapse-serve/HOST:PID/worker-N"
+// → "HOST:PID"; any other owner whole.
+std::string executor_node(std::string_view owner);
+// Which node ran a job, for listings: the lease owner's node while it runs, else the node of the
+// last lease in its events ("leased" events: "owner OWNER, …"), with "+N" when N other nodes
+// leased it before (a takeover); "-" when it was never leased.
+std::string job_node_text(const JobInfo& job, const std::vector<JobEvent>& events);
 
 // Listing filters as text: status (a job state name), class, limit (1 to kMaxListLimit). Bad
 // values are `invalid_value` naming the field.

@@ -113,5 +113,26 @@ TEST(JobJson, FilterParsing) {
   EXPECT_EQ(parse_non_negative("1.5", "page").status().where().field, "page");
 }
 
+TEST(JobJson, WhichNodeRanAJob) {
+  EXPECT_EQ(executor_node("synapse-serve/gpu-a:4242/worker-1"), "gpu-a:4242");
+  EXPECT_EQ(executor_node("synapse-serve/gpu-a:4242"), "gpu-a:4242");
+  EXPECT_EQ(executor_node("test-executor"), "test-executor");
+  JobInfo job;
+  EXPECT_EQ(job_node_text(job, {}), "-");
+  const std::vector<JobEvent> events = {
+      {.kind = "submitted", .detail = "3 items"},
+      {.kind = "leased", .detail = "owner synapse-serve/a:1/worker-0, node a:1/x, epoch 1"},
+      {.kind = "page", .detail = "pages 0..0, 16 items, epoch 1, node a:1/x"},
+      {.kind = "leased",
+       .detail = "owner synapse-serve/b:2/worker-1, epoch 2, taken over from expired lease of "
+                 "synapse-serve/a:1/worker-0"},
+      {.kind = "leased", .detail = "owner synapse-serve/b:2/worker-0, epoch 3"}};
+  EXPECT_EQ(job_node_text(job, events), "b:2 +1");  // finished: the last lease's node
+  job.lease_owner = "synapse-serve/c:3/worker-0";   // running: the lease holder's
+  EXPECT_EQ(job_node_text(job, events), "c:3 +2");
+  job.lease_owner = "synapse-serve/a:1/worker-1";
+  EXPECT_EQ(job_node_text(job, events), "a:1 +1");
+}
+
 }  // namespace
 }  // namespace synapse::jobs

@@ -165,6 +165,21 @@ TEST_F(JobsCli, ListShowAndCancel) {
   const CommandResult text = run_jobs("show " + ids[1]);
   EXPECT_NE(text.stdout_text.find("status      queued"), std::string::npos) << text.stdout_text;
   EXPECT_NE(text.stdout_text.find("class       background"), std::string::npos);
+
+  // NODE: which server runs a job (its lease owner's HOST:PID), "-" for one never leased.
+  auto lease = open_store()->acquire("synapse-serve/node-a:4242/worker-0", 60'000);
+  ASSERT_TRUE(lease.ok() && lease->has_value());
+  const std::string nodes = run_jobs("list").stdout_text;
+  EXPECT_NE(nodes.find("NODE"), std::string::npos) << nodes;
+  std::istringstream rows(nodes);
+  int never_leased = 0;
+  for (std::string row; std::getline(rows, row);) {
+    if (row.starts_with((*lease)->job_id)) {
+      EXPECT_TRUE(row.ends_with("  node-a:4242")) << row;
+    }
+    if (row.ends_with("  -")) ++never_leased;
+  }
+  EXPECT_EQ(never_leased, 2) << nodes;
 }
 
 TEST_F(JobsCli, ResultsPageByPage) {
