@@ -108,9 +108,14 @@ Status PgTestServer::start() {
     return Status(ErrorCode::kUnavailable, "initdb failed: " + init.stderr_text);
   }
   // Durability settings off: tests kill clients, never this server, and they must be fast.
-  const std::string options = "-k " + dir_ + " -p " + std::to_string(port_) +
-                              " -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
-                              "-c full_page_writes=off -c max_connections=200";
+  // SYNAPSE_PG_TEST_DURABLE=1 keeps PostgreSQL's defaults (a commit waits for its WAL flush), so
+  // a benchmark compares with SQLite's synchronous=FULL on equal terms.
+  const char* durable = std::getenv("SYNAPSE_PG_TEST_DURABLE");
+  const bool sync = durable != nullptr && std::string(durable) == "1";
+  const std::string options =
+      "-k " + dir_ + " -p " + std::to_string(port_) + " -c listen_addresses='' " +
+      (sync ? "" : "-c fsync=off -c synchronous_commit=off -c full_page_writes=off ") +
+      "-c max_connections=200";
   const CommandResult start = run_command(
       as_user + shell_quote(bin_dir_ + "/pg_ctl") + " -D " + shell_quote(data) + " -l " +
       shell_quote(dir_ + "/server.log") + " -w -t 60 -o " + shell_quote(options) + " start");

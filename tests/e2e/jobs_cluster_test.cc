@@ -12,11 +12,15 @@
 // `synapse serve --threads 1` (and on 1 node over SQLite) and prints items/s as JSON lines;
 // JobsClusterBench.DISABLED_StorePerItemOverhead times the store's calls per item with no model.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -194,6 +198,36 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// CPU seconds a process has used (utime + stime from /proc/PID/stat); 0 when unreadable.
+double process_cpu_s(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The machine's busy and total CPU time so far (from /proc/stat, in clock ticks).
+std::pair<double, double> machine_cpu_ticks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  in >> cpu;
+  double busy = 0, total = 0;
+  for (int i = 0; i < 8; ++i) {
+    double v = 0;
+    in >> v;
+    total += v;
+    if (i != 3 && i != 4) busy += v;  // idle and iowait are not busy
+  }
+  return {busy, total};
+}
+
 // Whether a job is still queued or running (two one-row listings, not one query per job).
 bool work_left(jobs::JobStore& store) {
   for (const jobs::JobState state : {jobs::JobState::kQueued, jobs::JobState::kRunning}) {
@@ -234,6 +268,9 @@ double run_cluster_load(jobs::StoreBackend backend, int node_count, int jobs, in
     }
     bodies.push_back(Json{{"requests", requests}}.dump());
   }
+  std::vector<double> cpu_before;
+  for (const auto& node : nodes) cpu_before.push_back(process_cpu_s(node->pid()));
+  const auto machine_before = machine_cpu_ticks();
   const auto t0 = std::chrono::steady_clock::now();
   for (int j = 0; j < jobs; ++j) {
     const testing::HttpReply created =
@@ -246,6 +283,15 @@ double run_cluster_load(jobs::StoreBackend backend, int node_count, int jobs, in
     std::this_thread::sleep_for(20ms);
   }
   const double elapsed = seconds_since(t0);
+  const auto machine_after = machine_cpu_ticks();
+  double nodes_cpu = 0;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    nodes_cpu += process_cpu_s(nodes[n]->pid()) - cpu_before[n];
+  }
+  // Of every CPU of the machine, how busy over the run (nodes, PostgreSQL, this process, and
+  // anything else running here).
+  const double machine_busy = (machine_after.first - machine_before.first) /
+                              std::max(1.0, machine_after.second - machine_before.second);
   EXPECT_FALSE(work_left(*store)) << "the load did not finish in 15 minutes";
   int64_t succeeded = 0;
   for (const jobs::JobInfo& job : *store->list_jobs({.limit = 100000})) {
@@ -262,7 +308,9 @@ double run_cluster_load(jobs::StoreBackend backend, int node_count, int jobs, in
                            {"max_tokens", max_tokens},
                            {"submit_s", submit_s},
                            {"seconds", elapsed},
-                           {"items_per_s", rate}}
+                           {"items_per_s", rate},
+                           {"nodes_cpu_ms_per_item", nodes_cpu * 1e3 / (jobs * items)},
+                           {"machine_cpu_busy", machine_busy}}
                           .dump()
                           .c_str());
   std::fflush(stdout);
