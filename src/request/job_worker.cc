@@ -16,6 +16,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// How often a running page asks the executor whether to go on (it renews the lease and reads the
+// job's state when they are due).
+constexpr auto kPagePoll = 50ms;
+
 serve::RequestClass request_class_of(jobs::JobClass c) {
   return c == jobs::JobClass::kBackground ? serve::RequestClass::kBackground
                                           : serve::RequestClass::kBatch;
@@ -73,7 +77,7 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
     {
       std::unique_lock lock(mu);
       while (done < items.size()) {
-        done_cv.wait_for(lock, 200ms);
+        done_cv.wait_for(lock, kPagePoll);
         if (abort.load()) continue;
         lock.unlock();
         const bool go_on = keep_going();  // may write the store: not under our lock
@@ -216,6 +220,7 @@ void JobWorker::work(size_t index) {
   executor.lease_duration_ms = options_.lease_duration_ms;
   executor.items_per_commit = options_.items_per_commit;
   executor.renew_after_ms = options_.lease_duration_ms / 3;
+  executor.check_after_ms = options_.cancel_check.count();
   executor.should_stop = [this] { return stopping_.load(); };
   jobs::Lease lease;  // run_one_job fills it when it leases, before any page runs
   PageRunner runner(*this, lease.job_id);

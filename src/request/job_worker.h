@@ -45,6 +45,9 @@ struct JobWorkerOptions {
   int64_t lease_duration_ms = 30'000;
   int64_t items_per_commit = 16;
   std::chrono::milliseconds poll{500};  // how often idle workers look for jobs without a notify
+  // How often a running job's state is read, so a cancel made elsewhere (another node of a
+  // shared database, `synapse jobs cancel`) stops its items within about this long.
+  std::chrono::milliseconds cancel_check{250};
   std::chrono::milliseconds expire_every{60'000};     // retention / execution deadlines
   std::chrono::milliseconds queue_full_backoff{200};  // an item refused with queue_full waits
   std::function<void(const std::string&)> log;        // progress lines; empty: quiet
@@ -64,7 +67,7 @@ class JobWorker {
   void notify();
   // The job was cancelled (JobStore::cancel succeeded): a worker running its items cancels the
   // calls in flight now, so their engine requests end within one step instead of at the
-  // executor's next look at the job's state (ExecutorOptions::check_after_ms; that look still
+  // executor's next look at the job's state (JobWorkerOptions::cancel_check; that look still
   // catches cancels made elsewhere: another node, `synapse jobs cancel`). Any thread.
   void job_cancelled(std::string_view job_id);
   // Stops taking jobs: items in flight are cancelled (they run again after a restart), finished

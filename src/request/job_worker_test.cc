@@ -48,8 +48,10 @@ class JobWorkerTest : public ::testing::Test {
     store_ = std::move(*store);
   }
 
-  std::unique_ptr<JobWorker> worker(ItemCall call, size_t workers = 1) {
+  std::unique_ptr<JobWorker> worker(ItemCall call, size_t workers = 1,
+                                    std::chrono::milliseconds cancel_check = 250ms) {
     JobWorkerOptions options;
+    options.cancel_check = cancel_check;
     options.lock_path = dir_.file("jobs.db.executor-lock");
     options.workers = workers;
     options.poll = 20ms;
@@ -122,7 +124,9 @@ ItemCall until_cancelled(std::atomic<int>& started) {
   };
 }
 
-TEST_F(JobWorkerTest, ACancelStopsTheRunningItemsWithinAboutASecond) {
+// A cancel made elsewhere (another node, `synapse jobs cancel`: straight on the store) is seen at
+// the executor's next look at the job, every cancel_check (250 ms).
+TEST_F(JobWorkerTest, ACancelMadeElsewhereStopsTheRunningItemsWithinHalfASecond) {
   std::atomic<int> started{0};
   auto w = worker(until_cancelled(started));
   const std::string id = submit(4);
@@ -134,7 +138,7 @@ TEST_F(JobWorkerTest, ACancelStopsTheRunningItemsWithinAboutASecond) {
   // The only worker notices, cancels its calls and returns to the queue: a new job starts.
   const std::string next = submit(1);
   EXPECT_TRUE(eventually([&] { return started.load() == 5; }, 5s));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 600ms);
   EXPECT_EQ(store_->get_job(id)->page_count, 0);
   w->stop();
   EXPECT_EQ(state(next), jobs::JobState::kQueued);  // given back, not left leased
@@ -147,18 +151,20 @@ TEST_F(JobWorkerTest, ACancelThroughTheServerStopsTheCallsInFlightAtOnce) {
   std::atomic<int> started{0};
   std::atomic<int> mine_started{0};
   std::atomic<int> running{0};
-  auto w = worker([&](std::string_view, std::string_view body, serve::RequestClass,
-                      const std::function<bool()>& cancelled) -> Result<std::string> {
-    ++started;
-    const bool mine = body.find("other") == std::string_view::npos;  // the cancelled job's
-    if (mine) {
-      ++running;
-      ++mine_started;
-    }
-    while (!cancelled()) std::this_thread::sleep_for(1ms);
-    if (mine) --running;
-    return Status(ErrorCode::kCancelled, "cancelled");
-  });
+  auto w = worker(
+      [&](std::string_view, std::string_view body, serve::RequestClass,
+          const std::function<bool()>& cancelled) -> Result<std::string> {
+        ++started;
+        const bool mine = body.find("other") == std::string_view::npos;  // the cancelled job's
+        if (mine) {
+          ++running;
+          ++mine_started;
+        }
+        while (!cancelled()) std::this_thread::sleep_for(1ms);
+        if (mine) --running;
+        return Status(ErrorCode::kCancelled, "cancelled");
+      },
+      1, 60s);  // the executor would not look at the job's state for a minute
   const std::string id = submit(16);
   // Queued behind it: a cancel of another job stops nothing.
   jobs::Submission queued;
@@ -174,8 +180,8 @@ TEST_F(JobWorkerTest, ACancelThroughTheServerStopsTheCallsInFlightAtOnce) {
   const auto t0 = std::chrono::steady_clock::now();
   w->job_cancelled(id);
   ASSERT_TRUE(eventually([&] { return running.load() == 0; }));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms);  // the executor looks every 1000 ms
-  EXPECT_EQ(mine_started.load(), 16);                       // none of its items started again
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms);
+  EXPECT_EQ(mine_started.load(), 16);                             // none of its items started again
   EXPECT_TRUE(eventually([&] { return started.load() == 17; }));  // the worker went on
   w->stop();
   EXPECT_EQ(store_->get_job(id)->page_count, 0);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -373,7 +374,8 @@ int running_batch_sequences(int port) {
 }
 
 // A cancel through the HTTP API ends the job's requests in the engine at once (within a step),
-// not when the executor next looks at the job (a second later), and starts none of its others.
+// not when the executor next looks at the job (every 250 ms; a second before), and starts none
+// of its others.
 TEST_F(JobsServeTest, CancelEndsTheJobsRequestsInTheEngineAtOnce) {
   const std::string model = work_.file("long.gguf");
   ASSERT_EQ(testing::synth_serving_model(model, 4096), "");
@@ -403,7 +405,11 @@ TEST_F(JobsServeTest, CancelEndsTheJobsRequestsInTheEngineAtOnce) {
     std::this_thread::sleep_for(10ms);
   }
   const auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_LT(took, 500ms) << "the cancelled job's requests ran on for "
+  std::printf(
+      "[cancel] running requests ended %lld ms after the cancel's reply\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+  // About 10 ms here; the executor's own look at the job comes only every 250 ms.
+  EXPECT_LT(took, 150ms) << "the cancelled job's requests ran on for "
                          << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                          << " ms";
   std::this_thread::sleep_for(300ms);
