@@ -248,21 +248,11 @@ void dot_k(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
   if (t.n_cols == 1) {
     for_row_streams<kStreams>(
-        t.n_rows,
-        [&](const size_t(&rows)[kStreams]) {
-          const uint8_t* w[kStreams];
-          float* y[kStreams];
-          for (size_t p = 0; p < kStreams; ++p) {
-            w[p] = t.w + rows[p] * t.w_stride;
-            y[p] = t.y + rows[p];
-          }
+        t,
+        [&](const uint8_t* const(&w)[kStreams], float* const(&y)[kStreams]) {
           rows_kernel<W, kStreams>(w, t.x, n_blocks, y);
         },
-        [&](size_t r) {
-          const uint8_t* w = t.w + r * t.w_stride;
-          float* y = t.y + r;
-          rows_kernel<W, 1>(&w, t.x, n_blocks, &y);
-        });
+        [&](const uint8_t* w, float* y) { rows_kernel<W, 1>(&w, t.x, n_blocks, &y); });
     return;
   }
   Unpacked u;

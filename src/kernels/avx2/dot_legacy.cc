@@ -289,19 +289,12 @@ void dot(const DotTile& t) {
   if (t.n_cols == 1) {
     const size_t n_blocks = t.k / kQK;
     for_row_streams<kStreams>(
-        t.n_rows,
-        [&](const size_t(&rows)[kStreams]) {
-          const uint8_t* w[kStreams];
-          float* y[kStreams];
-          for (size_t p = 0; p < kStreams; ++p) {
-            w[p] = t.w + rows[p] * t.w_stride;
-            y[p] = t.y + rows[p];
-          }
+        t,
+        [&](const uint8_t* const(&w)[kStreams], float* const(&y)[kStreams]) {
           rows_kernel<W, kStreams>(w, t.x, n_blocks, y);
         },
-        [&](size_t r) {
-          block_kernel<W, 1, 1>(t.w + r * t.w_stride, t.w_stride, t.x, t.x_stride, n_blocks,
-                                t.y + r, t.y_stride);
+        [&](const uint8_t* w, float* y) {
+          block_kernel<W, 1, 1>(w, t.w_stride, t.x, t.x_stride, n_blocks, y, t.y_stride);
         });
     return;
   }

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/kernel_table.h"
+
 namespace synapse::simd {
 namespace {  // NOLINT(cert-dcl59-cpp,google-build-namespaces): internal linkage on purpose
 
@@ -32,18 +34,22 @@ inline void for_column_blocks(size_t n_cols, Fn&& fn) {
   for (; c < n_cols; ++c) fn.template operator()<1>(c);
 }
 
-// Decode order for kStreams far-apart rows side by side: calls fn(rows) with kStreams row
-// indices (i, i + part, i + 2 part, ...) for each i < part = n_rows / kStreams, then
-// single(r) for the rows left over.
-template <size_t kStreams, typename Fn, typename Single>
-inline void for_row_streams(size_t n_rows, Fn&& fn, Single&& single) {
-  const size_t part = n_rows / kStreams;
+// Decode of a one-column tile over kStreams far-apart rows side by side: calls
+// streams(w, y) with the weight rows and outputs of rows (i, i + part, i + 2 part, ...) for each
+// i < part = n_rows / kStreams, then single(w, y) for each row left over.
+template <size_t kStreams, typename Streams, typename Single>
+inline void for_row_streams(const DotTile& t, Streams&& streams, Single&& single) {
+  const size_t part = t.n_rows / kStreams;
   for (size_t i = 0; i < part; ++i) {
-    size_t rows[kStreams];
-    for (size_t p = 0; p < kStreams; ++p) rows[p] = p * part + i;
-    fn(rows);
+    const uint8_t* w[kStreams];
+    float* y[kStreams];
+    for (size_t p = 0; p < kStreams; ++p) {
+      w[p] = t.w + (p * part + i) * t.w_stride;
+      y[p] = t.y + p * part + i;
+    }
+    streams(w, y);
   }
-  for (size_t r = kStreams * part; r < n_rows; ++r) single(r);
+  for (size_t r = kStreams * part; r < t.n_rows; ++r) single(t.w + r * t.w_stride, t.y + r);
 }
 
 inline float hsum(__m256 v) {

@@ -401,20 +401,12 @@ void dot(const DotTile& t) {
       word_subblock_index<W::kOrder>(2), word_subblock_index<W::kOrder>(3)};
   if (t.n_cols == 1) {  // decode: kStreams far-apart rows side by side
     for_row_streams<kStreams>(
-        t.n_rows,
-        [&](const size_t(&rows)[kStreams]) {
-          const uint8_t* w[kStreams];
-          float* y[kStreams];
-          for (size_t p = 0; p < kStreams; ++p) {
-            w[p] = t.w + rows[p] * t.w_stride;
-            y[p] = t.y + rows[p];
-          }
+        t,
+        [&](const uint8_t* const(&w)[kStreams], float* const(&y)[kStreams]) {
           rows_kernel<W, kStreams>(w, n_blocks, t.x, word_subblock, y);
         },
-        [&](size_t r) {
-          const uint8_t* w[1] = {t.w + r * t.w_stride};
-          float* y[1] = {t.y + r};
-          rows_kernel<W, 1>(w, n_blocks, t.x, word_subblock, y);
+        [&](const uint8_t* w, float* y) {
+          rows_kernel<W, 1>(&w, n_blocks, t.x, word_subblock, &y);
         });
     return;
   }

@@ -289,18 +289,12 @@ void dot(const DotTile& t) {
   const Indices<W> ix;
   if (t.n_cols == 1) {  // decode: kStreams far-apart rows side by side
     for_row_streams<kStreams>(
-        t.n_rows,
-        [&](const size_t(&rows)[kStreams]) {
-          const uint8_t* w[kStreams];
-          float* y[kStreams];
-          for (size_t p = 0; p < kStreams; ++p) {
-            w[p] = t.w + rows[p] * t.w_stride;
-            y[p] = t.y + rows[p];
-          }
+        t,
+        [&](const uint8_t* const(&w)[kStreams], float* const(&y)[kStreams]) {
           rows_kernel<W, kStreams>(w, t.x, l, ix, y);
         },
-        [&](size_t r) {
-          row_kernel<W, 1>(t.w + r * t.w_stride, t.x, t.x_stride, l, ix, t.y + r, t.y_stride);
+        [&](const uint8_t* w, float* y) {
+          row_kernel<W, 1>(w, t.x, t.x_stride, l, ix, y, t.y_stride);
         });
     return;
   }
