@@ -132,12 +132,12 @@ HttpReply parse_reply(const std::string& raw) {
 }  // namespace
 
 ServerProcess::ServerProcess(const std::string& model, const std::string& args,
-                             const std::string& log_path) {
+                             const std::string& log_path, int port) {
   int out[2];
   if (pipe(out) != 0) return;
   const std::string models = model.empty() ? std::string() : " -m " + quote(model);
-  const std::string command =
-      "exec " + synapse_cli() + " serve" + models + " --port 0 " + args + " 2>>" + quote(log_path);
+  const std::string command = "exec " + synapse_cli() + " serve" + models + " --port " +
+                              std::to_string(port) + " " + args + " 2>>" + quote(log_path);
   pid_ = fork();
   if (pid_ == 0) {
     dup2(out[1], STDOUT_FILENO);

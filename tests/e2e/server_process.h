@@ -12,13 +12,15 @@
 
 namespace synapse::testing {
 
-// One `synapse serve -m MODEL --port 0 ARGS` process (no -m when `model` is empty: the store's
-// models), its stderr in `log_path`. The constructor waits (up to a minute) for the
+// One `synapse serve -m MODEL --port PORT ARGS` process (no -m when `model` is empty: the store's
+// models; port 0: a free one, else that port, e.g. to restart a server where its clients are),
+// its stderr appended to `log_path`. The constructor waits (up to a minute) for the
 // "listening on http://127.0.0.1:PORT" line; port() is -1 when it never came. SIGTERM and a wait
 // when the object dies.
 class ServerProcess {
  public:
-  ServerProcess(const std::string& model, const std::string& args, const std::string& log_path);
+  ServerProcess(const std::string& model, const std::string& args, const std::string& log_path,
+                int port = 0);
   ~ServerProcess() { stop(); }
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

@@ -54,74 +54,6 @@ std::string browser_missing(const std::string& npm_dir, const std::string& chrom
   return "";
 }
 
-// `synapse serve -m MODEL --port PORT ARGS` (testing::ServerProcess always takes a free port; a
-// restarted server must come back on the one the page talks to), its stderr appended to
-// `log_path`. ok() once it printed its "listening on" line (within a minute).
-class ServerOnPort {
- public:
-  ServerOnPort(const std::string& model, int port, const std::string& args,
-               const std::string& log_path) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    const std::string command = "exec " + testing::synapse_cli() + " serve -m " + quote(model) +
-                                " --port " + std::to_string(port) + " " + args + " 2>>" +
-                                quote(log_path);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    std::string text;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-    while (std::chrono::steady_clock::now() < deadline) {
-      const size_t at = text.find("listening on ");
-      if (at != std::string::npos && text.find('\n', at) != std::string::npos) break;
-      pollfd p{out[0], POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char buf[256];
-      const ssize_t n = read(out[0], buf, sizeof buf);
-      if (n <= 0) break;
-      text.append(buf, static_cast<size_t>(n));
-    }
-    close(out[0]);
-    ok_ = text.find("listening on http://127.0.0.1:" + std::to_string(port) + "\n") !=
-          std::string::npos;
-  }
-  ~ServerOnPort() { stop(); }
-  ServerOnPort(const ServerOnPort&) = delete;
-  ServerOnPort& operator=(const ServerOnPort&) = delete;
-
-  bool ok() const { return ok_; }
-
-  // SIGTERM, then the exit status (-1 when it had to be killed after 30 s).
-  int stop() {
-    if (pid_ <= 0) return exit_status_;
-    kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return exit_status_ = -1;
-      }
-      usleep(20 * 1000);
-    }
-    pid_ = -1;
-    return exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool ok_ = false;
-  int exit_status_ = -1;
-};
-
 struct ScriptRun {
   int exit_code = -1;  // -1: killed after its patience
   std::string output;  // stdout without the "@server" lines
@@ -211,15 +143,16 @@ TEST(WebE2e, ChatDashboardApiKeyAndBusyServerInHeadlessChromium) {
 
   // The script's requests: "stop" the open server (answered once it has exited, with its exit
   // status), "start" it again on its port (with the same job database).
-  std::unique_ptr<ServerOnPort> restarted;
+  std::unique_ptr<testing::ServerProcess> restarted;
   std::vector<std::string> asked;
   const auto act = [&](const std::string& what) -> std::string {
     asked.push_back(what);
     if (what == "stop" && !restarted) return "stopped " + std::to_string(open.stop());
     if (what == "start" && !restarted) {
+      const int port = open.port();
       restarted =
-          std::make_unique<ServerOnPort>(model, open.port(), open_args, dir.file("open.log"));
-      return restarted->ok() ? "started" : "failed";
+          std::make_unique<testing::ServerProcess>(model, open_args, dir.file("open.log"), port);
+      return restarted->port() == port ? "started" : "failed";
     }
     return "unexpected request: " + what;
   };
