@@ -3,7 +3,7 @@
 // block's integer dot product is exact (vpmaddubsw on unsigned levels and signed activations cannot
 // saturate: at most 31 * 127 * 2 < 2^15, and 128 * 127 * 2 for Q8_0 through the sign trick); blocks
 // are scaled and accumulated in float lanes, eight per (row, column), one block after another.
-// Decode reads two far-apart rows as prefetched streams (rows_kernel); batched columns run in
+// Decode reads four far-apart rows as prefetched streams (rows_kernel); batched columns run in
 // 3 x 4 register tiles (block_kernel); prefill unpacks a tile's rows once (tile). All three do
 // each (row, column)'s arithmetic in the same order, so a result never depends on the route,
 // the batch or the threads.
@@ -214,9 +214,10 @@ void rows_kernel(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, flo
   for (size_t r = 0; r < R; ++r) *y[r] = hsum(acc[r]);
 }
 
-// Covers the tile with R x C register tiles (kRows x kCols), then narrower column blocks and
-// single rows for what is left. Every register tile does each (row, column)'s arithmetic in
-// the same order, so the tiling never changes a result.
+// Covers rows [0, n_rows) of columns [c, c + C) with R x C register tiles, then single rows for
+// what is left (run_tiles picks kTileRows x kTileCols, then narrower column blocks). Every register
+// tile does each (row, column)'s arithmetic in the same order, so the tiling never changes a
+// result.
 template <typename W, size_t R, size_t C>
 void cover_rows(const DotTile& t, size_t c, size_t n_blocks) {
   const uint8_t* x = t.x + c * t.x_stride;

@@ -187,7 +187,7 @@ uint64_t read_bytes(const uint8_t* p, size_t n) {
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), total);
   uint64_t sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];
-  // What the two streams left: the whole steps after 2 * half, then the words.
+  // What the two streams left (less than two steps), word by word.
   size_t i = 2 * half;
   for (; i + 8 <= n; i += 8) {
     uint64_t word;
