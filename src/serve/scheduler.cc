@@ -72,6 +72,11 @@ size_t Scheduler::waiting() const {
   return n;
 }
 
+size_t Scheduler::active(RequestClass c) const {
+  return static_cast<size_t>(std::count_if(active_.begin(), active_.end(),
+                                           [c](const Entry& e) { return e.request_class == c; }));
+}
+
 bool Scheduler::is_active(Ticket ticket) const {
   return std::any_of(active_.begin(), active_.end(),
                      [&](const Entry& e) { return e.ticket == ticket; });

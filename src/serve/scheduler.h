@@ -57,6 +57,7 @@ class Scheduler {
   size_t waiting(RequestClass c) const { return waiting_[index(c)].size(); }
   size_t waiting() const;
   size_t active() const { return active_.size(); }
+  size_t active(RequestClass c) const;
   bool is_active(Ticket ticket) const;
   const SchedulerConfig& config() const { return config_; }
 

@@ -2,7 +2,6 @@
 #include "serve/service.h"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <future>
 #include <optional>
@@ -279,8 +278,9 @@ void Service::loop() {
       s.finished.clear();
       scheduler_.schedule(s.step, s.decision);
       for (size_t c = 0; c < kRequestClassCount; ++c) {
-        metrics_.set_queue_depth(static_cast<RequestClass>(c),
-                                 scheduler_.waiting(static_cast<RequestClass>(c)));
+        const auto rc = static_cast<RequestClass>(c);
+        metrics_.set_queue_depth(rc, scheduler_.waiting(rc));
+        metrics_.set_running_sequences(rc, scheduler_.active(rc));
       }
       waiting_.store(scheduler_.waiting());
       active_.store(scheduler_.active());
@@ -296,13 +296,6 @@ void Service::loop() {
       Job& job = *s.jobs.at(t);
       job.running = true;
       if (!job.has_sequence) start_job(job);
-    }
-    std::array<size_t, kRequestClassCount> running{};
-    for (const auto& [ticket, job] : s.jobs) {
-      if (job->running) ++running[static_cast<size_t>(job->request.request_class)];
-    }
-    for (size_t c = 0; c < kRequestClassCount; ++c) {
-      metrics_.set_running_sequences(static_cast<RequestClass>(c), running[c]);
     }
     if (!run_step()) {
       s.grant.release();  // idle: the other models' loops take the cores
