@@ -156,4 +156,12 @@ Status check_lease_state(const Lease& lease, std::string_view state, int64_t epo
   return ok_status();
 }
 
+std::string finish_event_detail(int64_t epoch, ErrorCode code, std::string_view message) {
+  std::string detail = "epoch " + std::to_string(epoch);
+  if (code != ErrorCode::kOk) {
+    detail += ": " + std::string(error_code_name(code)) + ": " + std::string(message);
+  }
+  return detail;
+}
+
 }  // namespace synapse::jobs

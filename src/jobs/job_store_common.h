@@ -46,4 +46,22 @@ Status file_not_found(std::string_view file_id);
 // `lease_lost` when the epoch moved on or the job left `running`.
 Status check_lease_state(const Lease& lease, std::string_view state, int64_t epoch);
 
+// The job event of finish_leased (complete or fail): "epoch E", and ": code: message" for a
+// failure. A failure without a code is `internal` (failure_code).
+std::string finish_event_detail(int64_t epoch, ErrorCode code, std::string_view message);
+inline ErrorCode failure_code(ErrorCode code) {
+  return code == ErrorCode::kOk ? ErrorCode::kInternal : code;
+}
+
+// The columns a JobInfo is read from, in read_job's order, and the tables every job query reads
+// (a batch's OpenAI attributes come with its job): the same SQL on both stores.
+inline constexpr std::string_view kJobColumns =
+    "id, idempotency_key, request_digest, class, state, item_count, succeeded_count, "
+    "failed_count, invalid_line_count, attempts, page_count, lease_owner, lease_epoch, "
+    "lease_deadline_ms, created_ms, updated_ms, execution_deadline_ms, retention_ttl_ms, "
+    "finished_ms, error_code, error_message, line_errors, b.input_file_id, b.endpoint, "
+    "b.completion_window, b.metadata";
+inline constexpr std::string_view kJobTables =
+    " FROM jobs LEFT JOIN openai_batches b ON b.job_id = jobs.id";
+
 }  // namespace synapse::jobs

@@ -284,11 +284,8 @@ Status PostgresJobStore::finish_leased(const Lease& lease, JobState state, Error
                 "error_message = $4 WHERE id = $5",
                 params)
           .status());
-  std::string detail = "epoch " + std::to_string(lease.epoch);
-  if (code != ErrorCode::kOk) {
-    detail += ": " + std::string(error_code_name(code)) + ": " + std::string(message);
-  }
-  SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, job_state_name(state), detail));
+  SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, job_state_name(state),
+                                finish_event_detail(lease.epoch, code, message)));
   return txn.commit();
 }
 
@@ -297,8 +294,7 @@ Status PostgresJobStore::complete(const Lease& lease) {
 }
 
 Status PostgresJobStore::fail(const Lease& lease, ErrorCode code, std::string_view message) {
-  return finish_leased(lease, JobState::kFailed,
-                       code == ErrorCode::kOk ? ErrorCode::kInternal : code, message);
+  return finish_leased(lease, JobState::kFailed, failure_code(code), message);
 }
 
 Result<JobInfo> PostgresJobStore::cancel(std::string_view job_id) {

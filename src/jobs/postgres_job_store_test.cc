@@ -215,6 +215,7 @@ TEST_F(PostgresJobStoreTest, NodesShareTheWorkAndCommitEachItemOnce) {
     EXPECT_EQ(job->state, JobState::kCompleted);
     EXPECT_EQ(job->counts.succeeded, 5);
     Result<std::vector<ItemInfo>> items = submitter->items(id);
+    ASSERT_TRUE(items.ok()) << items.status().to_string();
     for (const ItemInfo& item : *items) EXPECT_EQ(item.executed_count, 1) << id;
   }
   EXPECT_EQ(jobs_by_owner.size(), static_cast<size_t>(kNodes));

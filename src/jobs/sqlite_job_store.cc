@@ -604,11 +604,8 @@ Status SqliteJobStore::finish_leased(const Lease& lease, JobState state, ErrorCo
     update.bind(4, error_code_name(code)).bind(5, message);
   }
   SYN_RETURN_IF_ERROR(update.bind(6, lease.job_id).run());
-  std::string detail = "epoch " + std::to_string(lease.epoch);
-  if (code != ErrorCode::kOk) {
-    detail += ": " + std::string(error_code_name(code)) + ": " + std::string(message);
-  }
-  SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, job_state_name(state), detail));
+  SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, job_state_name(state),
+                                finish_event_detail(lease.epoch, code, message)));
   return txn.commit();
 }
 
@@ -617,8 +614,7 @@ Status SqliteJobStore::complete(const Lease& lease) {
 }
 
 Status SqliteJobStore::fail(const Lease& lease, ErrorCode code, std::string_view message) {
-  return finish_leased(lease, JobState::kFailed,
-                       code == ErrorCode::kOk ? ErrorCode::kInternal : code, message);
+  return finish_leased(lease, JobState::kFailed, failure_code(code), message);
 }
 
 Result<JobInfo> SqliteJobStore::cancel(std::string_view job_id) {

@@ -8,16 +8,6 @@
 namespace synapse::jobs {
 namespace {
 
-constexpr std::string_view kJobColumns =
-    "id, idempotency_key, request_digest, class, state, item_count, succeeded_count, "
-    "failed_count, invalid_line_count, attempts, page_count, lease_owner, lease_epoch, "
-    "lease_deadline_ms, created_ms, updated_ms, execution_deadline_ms, retention_ttl_ms, "
-    "finished_ms, error_code, error_message, line_errors, b.input_file_id, b.endpoint, "
-    "b.completion_window, b.metadata";
-// Every job query reads from this: a batch's OpenAI attributes come with its job.
-constexpr std::string_view kJobTables =
-    " FROM jobs LEFT JOIN openai_batches b ON b.job_id = jobs.id";
-
 JobInfo read_job(const SqliteStatement& row, bool with_line_errors) {
   JobInfo job;
   job.id = row.column_text(0);
