@@ -117,7 +117,7 @@ class SocketSink final : public StreamSink {
     if (failed_) return false;
     if (data.empty()) return true;
     // Test-only: a slow writer, so that shutdown's wait for writes is exercised every time.
-    static const int64_t delay_ms = fail_point("http.write_delay_ms");
+    static const int64_t delay_ms = fail_point_value("http.write_delay_ms");
     if (delay_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }

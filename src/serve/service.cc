@@ -312,6 +312,11 @@ void Service::start_job(Job& job) {
   LoopState& s = *state_;
   job.queued_ms = ms_between(job.submitted, Clock::now());
   const std::vector<int32_t>& prompt = job.request.prompt;
+  // Test-only (SYNAPSE_FAILPOINTS): the prompt is detokenized only when a point is set.
+  if (fail_points_armed()) {
+    const Result<std::string> text = tokenizer_.decode(prompt);
+    fail_point("engine.prompt", text.ok() ? std::string_view(*text) : std::string_view());
+  }
   if (job.request.embedding) {
     // Every prompt row's hidden state may be pooled: no prefix reuse.
     job.sequence = s.engine.new_sequence();
@@ -367,8 +372,9 @@ bool Service::run_step() {
     if (job->running && !job->finished) s.running.push_back(job.get());
   }
   if (s.running.empty()) return false;
+  fail_point("engine.step");  // test-only: a crash, abort or hang at the Nth step
   // Test-only: slow steps, so that a stream is still generating whatever the build's speed.
-  static const int64_t step_delay_ms = fail_point("serve.step_delay_ms");
+  static const int64_t step_delay_ms = fail_point_value("serve.step_delay_ms");
   if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
   // Decodes in ticket order, then prompt chunks by class and arrival.
   std::sort(s.running.begin(), s.running.end(), [](const Job* a, const Job* b) {

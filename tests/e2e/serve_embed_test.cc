@@ -295,9 +295,9 @@ TEST_F(ServeEmbedTest, BadInput) {
 TEST_F(ServeEmbedTest, FullQueueAnswers429) {
   // Steps slowed (5 ms each) so that the clients' requests overlap whatever the build's speed:
   // with one slot of queue, some must be refused.
-  ::setenv("SYNAPSE_FAIL_POINTS", "serve.step_delay_ms=5", 1);
+  ::setenv("SYNAPSE_FAILPOINTS", "serve.step_delay_ms=5", 1);
   auto server = start("bert.gguf", "--queue-limit 1 --parallel 1");
-  ::unsetenv("SYNAPSE_FAIL_POINTS");
+  ::unsetenv("SYNAPSE_FAILPOINTS");
   ASSERT_GT(server->port(), 0);
   // Many clients at once against a queue of one: each gets its vectors or a 429 queue_full
   // (naming the class whose queue is full, as generation does) with Retry-After, never

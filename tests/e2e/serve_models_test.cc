@@ -190,9 +190,9 @@ TEST_F(ServeModels, OneServerAnswersEveryKindByModelAndEqualsDedicatedServers) {
 
 TEST_F(ServeModels, AModelWithAStreamRunningIsNeverUnloaded) {
   // Slow steps, so that the stream outlives the embedding request sent while it runs.
-  ::setenv("SYNAPSE_FAIL_POINTS", "serve.step_delay_ms=25", 1);
+  ::setenv("SYNAPSE_FAILPOINTS", "serve.step_delay_ms=25", 1);
   auto s = serve("", "--max-loaded 1");
-  ::unsetenv("SYNAPSE_FAIL_POINTS");
+  ::unsetenv("SYNAPSE_FAILPOINTS");
   Json stream_body = chat_body();
   stream_body["stream"] = true;
   stream_body["max_tokens"] = 40;

@@ -504,9 +504,9 @@ TEST_F(ServeTest, SigtermLetsARunningStreamFinish) {
 // has it: the old shutdown stopped the HTTP threads as soon as the engine was done and cut the
 // stream; now every event, the final chunk and [DONE] arrive.
 TEST_F(ServeTest, SigtermWritesTheWholeStreamOfASlowWriter) {
-  ::setenv("SYNAPSE_FAIL_POINTS", "http.write_delay_ms=100", 1);
+  ::setenv("SYNAPSE_FAILPOINTS", "http.write_delay_ms=100", 1);
   auto server = start("--shutdown-grace 30");
-  ::unsetenv("SYNAPSE_FAIL_POINTS");
+  ::unsetenv("SYNAPSE_FAILPOINTS");
   ASSERT_GT(server->port(), 0);
   const std::string body = stream_through_sigterm(*server, 24);
   const std::vector<std::string> events = sse_payloads(body);
@@ -521,9 +521,9 @@ TEST_F(ServeTest, SigtermWritesTheWholeStreamOfASlowWriter) {
 // gets the documented error event and [DONE] rather than a cut connection. Steps are slowed
 // (5 ms each: 3000 tokens take 15 s) so that a fast build cannot finish within the grace.
 TEST_F(ServeTest, SigtermPastTheGraceEndsTheStreamWithAnErrorEvent) {
-  ::setenv("SYNAPSE_FAIL_POINTS", "serve.step_delay_ms=5", 1);
+  ::setenv("SYNAPSE_FAILPOINTS", "serve.step_delay_ms=5", 1);
   auto server = start("--shutdown-grace 0.5");
-  ::unsetenv("SYNAPSE_FAIL_POINTS");
+  ::unsetenv("SYNAPSE_FAILPOINTS");
   ASSERT_GT(server->port(), 0);
   const std::string body = stream_through_sigterm(*server, 3000);
   const std::vector<std::string> events = sse_payloads(body);
