@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "api/api_error.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace synapse::api {
@@ -28,7 +29,7 @@ std::string_view error_type(int http_status) {
 
 }  // namespace
 
-ApiError api_error_from_status(const Status& status) {
+ApiError api_error_from_status(const Status& status, std::optional<uint32_t> retry_after_ms) {
   const ErrorCodeInfo& info = error_code_info(status.code());
   ApiError error;
   error.http_status = info.http_status;
@@ -36,6 +37,17 @@ ApiError api_error_from_status(const Status& status) {
   error.type = std::string(error_type(info.http_status));
   error.param = status.where().field;
   error.code = std::string(info.name);
+  error.retryable = info.retry == Retry::kTransient;
+  if (error.retryable) error.retry_after_ms = retry_after_ms.value_or(info.retry_after_ms);
+  return error;
+}
+
+ApiError api_error_from_code_name(int http_status, std::string_view code,
+                                  const std::string& message) {
+  ApiError error = api_error_from_status(
+      Status(error_code_from_name(code).value_or(ErrorCode::kInternal), message));
+  error.http_status = http_status;
+  error.type = std::string(error_type(http_status));
   return error;
 }
 
@@ -48,7 +60,19 @@ std::string error_body(const ApiError& error) {
   body["error"]["param"] =
       error.param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(error.param);
   body["error"]["code"] = error.code;
+  body["error"]["retryable"] = error.retryable;
+  if (error.retryable && error.retry_after_ms) {
+    body["error"]["retry_after_ms"] = *error.retry_after_ms;
+  }
   return body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+std::optional<std::string> retry_after_header(const ApiError& error) {
+  if (!error.retryable || (error.http_status != 429 && error.http_status != 503)) {
+    return std::nullopt;
+  }
+  const uint64_t ms = error.retry_after_ms.value_or(0);
+  return std::to_string(std::max<uint64_t>(1, (ms + 999) / 1000));
 }
 
 }  // namespace synapse::api

@@ -262,13 +262,13 @@ TEST(ApiError, OpenAiShape) {
   EXPECT_EQ(e.http_status, 400);
   EXPECT_EQ(
       error_body(e),
-      R"({"error":{"message":"'messages[0].content' must be a string or an array of content parts, got an integer","type":"invalid_request_error","param":"messages[0].content","code":"invalid_type"}})");
+      R"({"error":{"message":"'messages[0].content' must be a string or an array of content parts, got an integer","type":"invalid_request_error","param":"messages[0].content","code":"invalid_type","retryable":false}})");
   const ApiError key = api_error_from_status(Status(ErrorCode::kInvalidApiKey, "no key"));
   EXPECT_EQ(key.http_status, 401);
   EXPECT_EQ(key.type, "authentication_error");
   EXPECT_EQ(
       error_body(key),
-      R"({"error":{"message":"no key","type":"authentication_error","param":null,"code":"invalid_api_key"}})");
+      R"({"error":{"message":"no key","type":"authentication_error","param":null,"code":"invalid_api_key","retryable":false}})");
 }
 
 TEST(CompletionRequest, PriorityNamesAClass) {

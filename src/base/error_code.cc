@@ -9,6 +9,11 @@ namespace {
 constexpr Retry kP = Retry::kPermanent;
 constexpr Retry kT = Retry::kTransient;
 
+// Default retry delays of transient codes: overload clears within a second or so; storage and
+// the hub wait on someone else (freeing disk, a server coming back), so clients back off longer.
+constexpr uint32_t kRetrySoonMs = 1000;
+constexpr uint32_t kRetryLaterMs = 30000;
+
 // HTTP: 400 for malformed input the client sent, 404 missing, 409 conflict, 422 for input that is
 // well-formed but unusable (a model file the engine refuses), 429/503 for transient overload,
 // 500 for our own faults, 501 for features this build lacks; 401 for a missing or wrong API key,
@@ -18,15 +23,17 @@ constexpr std::array kTable = {
     ErrorCodeInfo{ErrorCode::kInvalidArgument, "invalid_argument", kP, 400, "invalid argument"},
     ErrorCodeInfo{ErrorCode::kNotFound, "not_found", kP, 404, "not found"},
     ErrorCodeInfo{ErrorCode::kAlreadyExists, "already_exists", kP, 409, "already exists"},
-    ErrorCodeInfo{ErrorCode::kIoError, "io_error", kT, 500, "input/output error"},
+    ErrorCodeInfo{ErrorCode::kIoError, "io_error", kT, 500, "input/output error", kRetrySoonMs},
     ErrorCodeInfo{ErrorCode::kPermissionDenied, "permission_denied", kP, 403, "permission denied"},
     ErrorCodeInfo{ErrorCode::kUnsupported, "unsupported", kP, 501, "not supported by this build"},
     ErrorCodeInfo{ErrorCode::kInternal, "internal", kP, 500, "internal error"},
     ErrorCodeInfo{ErrorCode::kResourceExhausted, "resource_exhausted", kT, 429,
-                  "resource exhausted"},
-    ErrorCodeInfo{ErrorCode::kUnavailable, "unavailable", kT, 503, "temporarily unavailable"},
+                  "resource exhausted", kRetrySoonMs},
+    ErrorCodeInfo{ErrorCode::kUnavailable, "unavailable", kT, 503, "temporarily unavailable",
+                  kRetrySoonMs},
     ErrorCodeInfo{ErrorCode::kCancelled, "cancelled", kP, 499, "cancelled"},
-    ErrorCodeInfo{ErrorCode::kDeadlineExceeded, "deadline_exceeded", kT, 504, "deadline exceeded"},
+    ErrorCodeInfo{ErrorCode::kDeadlineExceeded, "deadline_exceeded", kT, 504, "deadline exceeded",
+                  kRetrySoonMs},
     ErrorCodeInfo{ErrorCode::kFileTruncated, "file_truncated", kP, 422, "file ends early"},
     ErrorCodeInfo{ErrorCode::kBadMagic, "bad_magic", kP, 422, "not a file of the expected format"},
     ErrorCodeInfo{ErrorCode::kUnsupportedVersion, "unsupported_version", kP, 422,
@@ -66,7 +73,7 @@ constexpr std::array kTable = {
     ErrorCodeInfo{ErrorCode::kInvalidType, "invalid_type", kP, 400,
                   "a request parameter has the wrong JSON type"},
     ErrorCodeInfo{ErrorCode::kInvalidValue, "invalid_value", kP, 400,
-                  "a request parameter is out of range"},
+                  "a request parameter is out of range or not an allowed value"},
     ErrorCodeInfo{ErrorCode::kUnsupportedParameter, "unsupported_parameter", kP, 400,
                   "a request parameter value this server does not support"},
     ErrorCodeInfo{ErrorCode::kModelNotFound, "model_not_found", kP, 404,
@@ -79,12 +86,14 @@ constexpr std::array kTable = {
                   "missing or wrong API key"},
     ErrorCodeInfo{ErrorCode::kInvalidHttp, "invalid_http", kP, 400, "malformed HTTP request"},
     ErrorCodeInfo{ErrorCode::kRequestTimeout, "request_timeout", kT, 408,
-                  "the request did not arrive in time"},
+                  "the request did not arrive in time", kRetrySoonMs},
     ErrorCodeInfo{ErrorCode::kHeadersTooLarge, "headers_too_large", kP, 431,
                   "request head too large"},
     ErrorCodeInfo{ErrorCode::kUriTooLong, "uri_too_long", kP, 414, "request line too long"},
     ErrorCodeInfo{ErrorCode::kTooManyConnections, "too_many_connections", kT, 429,
-                  "too many open connections"},
+                  "too many open connections", kRetrySoonMs},
+    ErrorCodeInfo{ErrorCode::kMethodNotAllowed, "method_not_allowed", kP, 405,
+                  "the path does not take this method (see the Allow header)"},
     ErrorCodeInfo{ErrorCode::kTemplateSyntax, "template_syntax", kP, 422,
                   "the chat template does not parse"},
     ErrorCodeInfo{ErrorCode::kTemplateError, "template_error", kP, 422,
@@ -100,22 +109,18 @@ constexpr std::array kTable = {
     ErrorCodeInfo{ErrorCode::kInvalidGrammar, "invalid_grammar", kP, 400,
                   "the grammar or schema is malformed"},
     ErrorCodeInfo{ErrorCode::kQueueFull, "queue_full", kT, 429,
-                  "the request queue is full; retry after the suggested delay"},
+                  "the request queue is full; retry after the suggested delay", kRetrySoonMs},
     // Storage problems are transient: freeing disk space or fixing permissions lets a retry work.
     ErrorCodeInfo{ErrorCode::kJobNotFound, "job_not_found", kP, 404, "no job with this id"},
     ErrorCodeInfo{ErrorCode::kLeaseLost, "lease_lost", kP, 409,
                   "the job's lease was taken over or ended (stale epoch)"},
     ErrorCodeInfo{ErrorCode::kJobCancelled, "job_cancelled", kP, 409, "the job was cancelled"},
     ErrorCodeInfo{ErrorCode::kStorageFull, "storage_full", kT, 507,
-                  "the database's disk or quota is full"},
+                  "the database's disk or quota is full", kRetryLaterMs},
     ErrorCodeInfo{ErrorCode::kStorageReadOnly, "storage_read_only", kT, 503,
-                  "the database cannot be written"},
+                  "the database cannot be written", kRetryLaterMs},
     ErrorCodeInfo{ErrorCode::kIdempotencyConflict, "idempotency_conflict", kP, 422,
                   "the idempotency key was used with a different request"},
-    ErrorCodeInfo{ErrorCode::kMissingField, "missing_field", kP, 400,
-                  "a required field is missing"},
-    ErrorCodeInfo{ErrorCode::kInvalidField, "invalid_field", kP, 400,
-                  "a field has the wrong type or value"},
     ErrorCodeInfo{ErrorCode::kDuplicateCustomId, "duplicate_custom_id", kP, 400,
                   "custom_id repeats within one job"},
     ErrorCodeInfo{ErrorCode::kJobNotFinished, "job_not_finished", kP, 409,
@@ -127,14 +132,22 @@ constexpr std::array kTable = {
     ErrorCodeInfo{ErrorCode::kHubNotFound, "hub_not_found", kP, 404,
                   "no such repository, revision or file on the model hub"},
     ErrorCodeInfo{ErrorCode::kHubUnavailable, "hub_unavailable", kT, 502,
-                  "the model hub could not be reached or the download was cut short"},
+                  "the model hub could not be reached or the download was cut short",
+                  kRetryLaterMs},
     ErrorCodeInfo{ErrorCode::kHubOffline, "hub_offline", kP, 503,
                   "offline mode and no complete local copy"},
+};
+
+constexpr std::array kRetired = {
+    RetiredErrorName{"missing_field", ErrorCode::kMissingParameter},
+    RetiredErrorName{"invalid_field", ErrorCode::kInvalidValue},
 };
 
 }  // namespace
 
 std::span<const ErrorCodeInfo> error_code_table() { return kTable; }
+
+std::span<const RetiredErrorName> retired_error_names() { return kRetired; }
 
 const ErrorCodeInfo& error_code_info(ErrorCode code) {
   for (const ErrorCodeInfo& info : kTable) {
@@ -151,6 +164,9 @@ std::string_view error_code_name(ErrorCode code) { return error_code_info(code).
 std::optional<ErrorCode> error_code_from_name(std::string_view name) {
   for (const ErrorCodeInfo& info : kTable) {
     if (info.name == name) return info.code;
+  }
+  for (const RetiredErrorName& retired : kRetired) {
+    if (retired.name == name) return retired.replaced_by;
   }
   return std::nullopt;
 }

@@ -68,6 +68,7 @@ enum class ErrorCode : uint16_t {
   kHeadersTooLarge = 622,     // request head over its bound
   kUriTooLong = 623,          // request line over its bound
   kTooManyConnections = 624,  // connection cap, in all or per client
+  kMethodNotAllowed = 625,    // the path exists but not with this method
   // Chat templates (src/chat).
   kTemplateSyntax = 650,
   kTemplateError = 651,
@@ -86,8 +87,8 @@ enum class ErrorCode : uint16_t {
   kStorageFull = 803,
   kStorageReadOnly = 804,
   kIdempotencyConflict = 805,
-  kMissingField = 807,
-  kInvalidField = 808,
+  // 807 and 808 are retired (missing_field, invalid_field): jobs report missing_parameter,
+  // invalid_type and invalid_value like the rest of the API. See kRetiredNames.
   kDuplicateCustomId = 809,
   kJobNotFinished = 810,
   // The model hub (src/hub): what a model hub answered, or could not.
@@ -105,6 +106,16 @@ struct ErrorCodeInfo {
   Retry retry;
   int http_status;  // what the service answers for this code
   std::string_view summary;
+  // Transient codes: how long a client should wait before retrying when the call site knows no
+  // better (the scheduler does for queue_full). 0 for permanent codes.
+  uint32_t retry_after_ms = 0;
+};
+
+// A name the table no longer has, and the code that replaced it. Stored job results written
+// before the rename still read back (error_code_from_name), and docs/errors.md lists them.
+struct RetiredErrorName {
+  std::string_view name;
+  ErrorCode replaced_by;
 };
 
 // All codes, in numeric order. The single source for names, retry class and HTTP mapping.
@@ -113,6 +124,8 @@ std::span<const ErrorCodeInfo> error_code_table();
 // Never null: an unknown number maps to the entry of kInternal.
 const ErrorCodeInfo& error_code_info(ErrorCode code);
 std::string_view error_code_name(ErrorCode code);
+// Also accepts a retired name, as the code that replaced it.
 std::optional<ErrorCode> error_code_from_name(std::string_view name);
+std::span<const RetiredErrorName> retired_error_names();
 
 }  // namespace synapse

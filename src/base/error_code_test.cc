@@ -31,7 +31,26 @@ TEST(ErrorCode, TableIsConsistent) {
     }
     EXPECT_EQ(error_code_from_name(info.name), info.code);
     EXPECT_EQ(&error_code_info(info.code), &info);
+    // Every transient error body carries a retry delay; a permanent one never suggests a retry.
+    if (info.retry == Retry::kTransient) {
+      EXPECT_GT(info.retry_after_ms, 0u) << info.name;
+    } else {
+      EXPECT_EQ(info.retry_after_ms, 0u) << info.name;
+    }
   }
+}
+
+TEST(ErrorCode, RetiredNamesReadAsTheirReplacement) {
+  // Job results stored before the rename still name these.
+  EXPECT_EQ(error_code_from_name("missing_field"), ErrorCode::kMissingParameter);
+  EXPECT_EQ(error_code_from_name("invalid_field"), ErrorCode::kInvalidValue);
+  for (const RetiredErrorName& retired : retired_error_names()) {
+    EXPECT_NE(error_code_name(retired.replaced_by), retired.name);
+    for (const ErrorCodeInfo& info : error_code_table()) EXPECT_NE(info.name, retired.name);
+  }
+  // Their numbers are never reused.
+  EXPECT_EQ(error_code_info(static_cast<ErrorCode>(807)).code, ErrorCode::kInternal);
+  EXPECT_EQ(error_code_info(static_cast<ErrorCode>(808)).code, ErrorCode::kInternal);
 }
 
 TEST(ErrorCode, StableNamesAndNumbers) {

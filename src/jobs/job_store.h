@@ -80,7 +80,7 @@ class JobStore {
 
   // --- Files (OpenAI's /v1/files: batch input files, kept until deleted) ---
   // Stores `content` under a new id. Over the store's size limit: `request_too_large`; an empty
-  // purpose or a filename over 255 bytes: `invalid_field`.
+  // purpose: `missing_parameter`; a filename over 255 bytes: `invalid_value`.
   virtual Result<StoredFile> create_file(std::string_view filename, std::string_view purpose,
                                          std::string_view content) = 0;
   // Unknown ids are `not_found` (field file_id).

@@ -36,7 +36,7 @@ Status check_submission(const Submission& submission,
     return Status(ErrorCode::kInvalidArgument, "a job needs at least one valid request");
   }
   if (idempotency_key && (idempotency_key->empty() || idempotency_key->size() > 255)) {
-    return Status(ErrorCode::kInvalidField, "an idempotency key has 1 to 255 bytes",
+    return Status(ErrorCode::kInvalidValue, "an idempotency key has 1 to 255 bytes",
                   ErrorWhere{.field = "Idempotency-Key"});
   }
   return ok_status();
@@ -123,11 +123,11 @@ Status check_new_file(std::string_view filename, std::string_view purpose, size_
                   ErrorWhere{.field = "file"});
   }
   if (purpose.empty()) {
-    return Status(ErrorCode::kInvalidField, "a file needs a purpose",
+    return Status(ErrorCode::kMissingParameter, "a file needs a purpose",
                   ErrorWhere{.field = "purpose"});
   }
   if (filename.size() > 255) {
-    return Status(ErrorCode::kInvalidField, "a filename has at most 255 bytes",
+    return Status(ErrorCode::kInvalidValue, "a filename has at most 255 bytes",
                   ErrorWhere{.field = "file"});
   }
   return ok_status();

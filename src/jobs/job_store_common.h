@@ -36,7 +36,8 @@ std::string result_line(std::string_view custom_id, const ItemOutcome& outcome);
 // The back-off before attempt `attempts` + 1 of an item: doubles per attempt, capped.
 int64_t retry_backoff_ms(int64_t attempts, int64_t first_ms, int64_t max_ms);
 
-// A file create_file can take (`request_too_large`, `invalid_field`).
+// A file create_file can take (`request_too_large`, `missing_parameter`,
+// `invalid_value`).
 Status check_new_file(std::string_view filename, std::string_view purpose, size_t content_bytes,
                       int64_t max_file_bytes);
 

@@ -94,9 +94,9 @@ TEST_P(JobStoreFiles, LimitsAreClearErrors) {
   EXPECT_EQ(store->create_file("f", "batch", std::string(11, 'x')).status().code(),
             ErrorCode::kRequestTooLarge);
   EXPECT_TRUE(store->create_file("f", "batch", std::string(10, 'x')).ok());
-  EXPECT_EQ(store->create_file("f", "", "x").status().code(), ErrorCode::kInvalidField);
+  EXPECT_EQ(store->create_file("f", "", "x").status().code(), ErrorCode::kMissingParameter);
   EXPECT_EQ(store->create_file(std::string(256, 'n'), "batch", "x").status().code(),
-            ErrorCode::kInvalidField);
+            ErrorCode::kInvalidValue);
 }
 
 TEST_P(JobStoreFiles, BatchAttributesTravelWithTheJob) {
@@ -173,7 +173,7 @@ TEST(RestrictToEndpoint, OtherUrlsBecomeLineErrorsInLineOrder) {
   EXPECT_EQ(submission->requests[1].custom_id, "c");
   ASSERT_EQ(submission->line_errors.size(), 2u);
   EXPECT_EQ(submission->line_errors[0].line, 2);
-  EXPECT_EQ(submission->line_errors[0].code, ErrorCode::kInvalidField);
+  EXPECT_EQ(submission->line_errors[0].code, ErrorCode::kInvalidValue);
   EXPECT_EQ(submission->line_errors[1].line, 3);
   EXPECT_EQ(submission->line_errors[1].code, ErrorCode::kInvalidJson);
   Submission none = *submission;

@@ -280,7 +280,7 @@ Result<SubmitResult> PostgresJobStore::submit(const Submission& submission,
   SYN_RETURN_IF_ERROR(check_submission(submission, idempotency_key));
   if (idempotency_key && pg_text(*idempotency_key) != *idempotency_key) {
     // A key is compared byte for byte; replacing bytes could make two keys one.
-    return Status(ErrorCode::kInvalidField, "an idempotency key is UTF-8 text without NUL bytes",
+    return Status(ErrorCode::kInvalidValue, "an idempotency key is UTF-8 text without NUL bytes",
                   ErrorWhere{.field = "Idempotency-Key"});
   }
   const std::string digest = submission_digest(submission);

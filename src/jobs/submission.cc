@@ -36,15 +36,15 @@ Status field_error(ErrorCode code, std::string message, std::string_view field) 
 Result<JobRequest> parse_request(const json& value, bool method_required,
                                  const SubmissionLimits& limits) {
   if (!value.is_object()) {
-    return Status(ErrorCode::kInvalidField, "a request must be a JSON object");
+    return Status(ErrorCode::kInvalidType, "a request must be a JSON object");
   }
   const auto custom_id = value.find("custom_id");
   if (custom_id == value.end()) {
-    return field_error(ErrorCode::kMissingField, "custom_id is missing", "custom_id");
+    return field_error(ErrorCode::kMissingParameter, "custom_id is missing", "custom_id");
   }
   if (!custom_id->is_string() || custom_id->get_ref<const std::string&>().empty()) {
-    return field_error(ErrorCode::kInvalidField, "custom_id must be a non-empty string",
-                       "custom_id");
+    return field_error(custom_id->is_string() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
+                       "custom_id must be a non-empty string", "custom_id");
   }
   if (static_cast<int64_t>(custom_id->get_ref<const std::string&>().size()) >
       limits.max_custom_id_bytes) {
@@ -53,26 +53,28 @@ Result<JobRequest> parse_request(const json& value, bool method_required,
   const auto method = value.find("method");
   if (method == value.end()) {
     if (method_required) {
-      return field_error(ErrorCode::kMissingField, "method is missing", "method");
+      return field_error(ErrorCode::kMissingParameter, "method is missing", "method");
     }
   } else if (!method->is_string() || method->get_ref<const std::string&>() != "POST") {
-    return field_error(ErrorCode::kInvalidField, "method must be \"POST\"", "method");
+    return field_error(method->is_string() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
+                       "method must be \"POST\"", "method");
   }
   const auto url = value.find("url");
-  if (url == value.end()) return field_error(ErrorCode::kMissingField, "url is missing", "url");
-  if (!url->is_string())
-    return field_error(ErrorCode::kInvalidField, "url must be a string", "url");
+  if (url == value.end()) return field_error(ErrorCode::kMissingParameter, "url is missing", "url");
+  if (!url->is_string()) return field_error(ErrorCode::kInvalidType, "url must be a string", "url");
   if (!limits.item_urls.empty() &&
       std::find(limits.item_urls.begin(), limits.item_urls.end(),
                 url->get_ref<const std::string&>()) == limits.item_urls.end()) {
     std::string urls;
     for (const std::string& u : limits.item_urls) urls += (urls.empty() ? "" : ", ") + u;
-    return field_error(ErrorCode::kInvalidField, "url must be one of " + urls, "url");
+    return field_error(ErrorCode::kInvalidValue, "url must be one of " + urls, "url");
   }
   const auto body = value.find("body");
-  if (body == value.end()) return field_error(ErrorCode::kMissingField, "body is missing", "body");
+  if (body == value.end()) {
+    return field_error(ErrorCode::kMissingParameter, "body is missing", "body");
+  }
   if (!body->is_object()) {
-    return field_error(ErrorCode::kInvalidField, "body must be a JSON object", "body");
+    return field_error(ErrorCode::kInvalidType, "body must be a JSON object", "body");
   }
   return JobRequest{.custom_id = custom_id->get<std::string>(),
                     .url = url->get<std::string>(),
@@ -144,7 +146,7 @@ Status read_ttl(const json& root, std::string_view key, std::optional<int64_t>& 
   if (it == root.end()) return ok_status();
   constexpr int64_t kMaxTtlSeconds = int64_t{10} * 365 * 24 * 3600;
   if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > kMaxTtlSeconds) {
-    return field_error(ErrorCode::kInvalidField,
+    return field_error(it->is_number_integer() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
                        std::string(key) + " must be a positive number of seconds", key);
   }
   out = it->get<int64_t>() * 1000;
@@ -195,8 +197,9 @@ Result<Submission> parse_json_submission(std::string_view text, const Submission
         job_class->is_string() ? job_class_from_name(job_class->get_ref<const std::string&>())
                                : std::nullopt;
     if (!parsed) {
-      return field_error(ErrorCode::kInvalidField, "class must be \"batch\" or \"background\"",
-                         "class");
+      return field_error(
+          job_class->is_string() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
+          "class must be \"batch\" or \"background\"", "class");
     }
     submission.job_class = *parsed;
   }
@@ -204,10 +207,10 @@ Result<Submission> parse_json_submission(std::string_view text, const Submission
   SYN_RETURN_IF_ERROR(read_ttl(root, "retention_ttl_s", submission.retention_ttl_ms));
   const auto requests = root.find("requests");
   if (requests == root.end()) {
-    return field_error(ErrorCode::kMissingField, "requests is missing", "requests");
+    return field_error(ErrorCode::kMissingParameter, "requests is missing", "requests");
   }
   if (!requests->is_array()) {
-    return field_error(ErrorCode::kInvalidField, "requests must be an array", "requests");
+    return field_error(ErrorCode::kInvalidType, "requests must be an array", "requests");
   }
   SubmissionBuilder builder(submission, limits);
   int64_t index = 0;
@@ -230,7 +233,7 @@ Status restrict_to_endpoint(Submission& submission, std::string_view endpoint,
     if (static_cast<int64_t>(submission.line_errors.size()) < limits.max_line_errors) {
       submission.line_errors.push_back(LineError{
           .line = request.line,
-          .code = ErrorCode::kInvalidField,
+          .code = ErrorCode::kInvalidValue,
           .message = "url " + clip_for_echo(request.url) + " differs from the batch's endpoint " +
                      std::string(endpoint) + " (field url)"});
     }

@@ -36,7 +36,7 @@ Result<Submission> parse_json_submission(std::string_view text,
                                          const SubmissionLimits& limits = {});
 
 // OpenAI's batch rule: every line targets the batch's one endpoint. Moves the requests whose url
-// differs into `line_errors` (`invalid_field`, field url; kept in line order, at most
+// differs into `line_errors` (`invalid_value`, field url; kept in line order, at most
 // `limits.max_line_errors`) and counts each in `invalid_lines`. `invalid_argument` when no request
 // is left.
 Status restrict_to_endpoint(Submission& submission, std::string_view endpoint,

@@ -56,9 +56,9 @@ TEST(Submission, ReportsBadLinesAndKeepsTheValidOnes) {
   EXPECT_EQ(parsed->requests[0].custom_id, "ok1");
   EXPECT_EQ(parsed->requests[1].custom_id, "ok2");
   const std::vector<std::pair<int64_t, ErrorCode>> expected = {
-      {2, ErrorCode::kInvalidJson},  {3, ErrorCode::kMissingField},
-      {4, ErrorCode::kInvalidField}, {5, ErrorCode::kDuplicateCustomId},
-      {6, ErrorCode::kInvalidField}, {7, ErrorCode::kInvalidField},
+      {2, ErrorCode::kInvalidJson},  {3, ErrorCode::kMissingParameter},
+      {4, ErrorCode::kInvalidValue}, {5, ErrorCode::kDuplicateCustomId},
+      {6, ErrorCode::kInvalidValue}, {7, ErrorCode::kInvalidType},
       {8, ErrorCode::kInvalidJson},  // too deep
   };
   ASSERT_EQ(parsed->line_errors.size(), expected.size());
@@ -161,11 +161,13 @@ TEST(Submission, ParsesTheJsonForm) {
   ASSERT_EQ(parsed->line_errors.size(), 1u);
   EXPECT_EQ(parsed->line_errors[0].line, 2);
 
-  EXPECT_EQ(parse_json_submission(R"({"requests":{}})").status().code(), ErrorCode::kInvalidField);
+  EXPECT_EQ(parse_json_submission(R"({"requests":{}})").status().code(), ErrorCode::kInvalidType);
   EXPECT_EQ(parse_json_submission(R"({"class":"interactive","requests":[]})").status().code(),
-            ErrorCode::kInvalidField);
+            ErrorCode::kInvalidValue);
+  EXPECT_EQ(parse_json_submission(R"({"class":1,"requests":[]})").status().code(),
+            ErrorCode::kInvalidType);
   EXPECT_EQ(parse_json_submission("[").status().code(), ErrorCode::kInvalidJson);
-  EXPECT_EQ(parse_json_submission("{}").status().code(), ErrorCode::kMissingField);
+  EXPECT_EQ(parse_json_submission("{}").status().code(), ErrorCode::kMissingParameter);
 }
 
 TEST(Submission, DigestIsCanonical) {

@@ -51,7 +51,7 @@ Result<int64_t> query_limit(const http::Request& req, int64_t fallback, int64_t 
   int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || value < 1 || value > max) {
-    return field_error(ErrorCode::kInvalidField,
+    return field_error(ErrorCode::kInvalidValue,
                        "limit must be an integer from 1 to " + std::to_string(max), "limit");
   }
   return value;
@@ -90,11 +90,11 @@ Result<OrderedJson> parse_json_body(const std::string& body) {
 Result<std::string> required_string(const OrderedJson& root, const char* name) {
   const auto it = root.find(name);
   if (it == root.end() || it->is_null()) {
-    return field_error(ErrorCode::kMissingField, std::string(name) + " is missing", name);
+    return field_error(ErrorCode::kMissingParameter, std::string(name) + " is missing", name);
   }
   if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
-    return field_error(ErrorCode::kInvalidField, std::string(name) + " must be a non-empty string",
-                       name);
+    return field_error(it->is_string() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
+                       std::string(name) + " must be a non-empty string", name);
   }
   return it->get<std::string>();
 }
@@ -105,13 +105,13 @@ Result<std::string> parse_metadata(const OrderedJson& root) {
   const auto it = root.find("metadata");
   if (it == root.end() || it->is_null()) return std::string("null");
   if (!it->is_object() || it->size() > kMaxMetadataPairs) {
-    return field_error(ErrorCode::kInvalidField,
+    return field_error(it->is_object() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
                        "metadata must be an object of at most 16 string pairs", "metadata");
   }
   for (const auto& [key, value] : it->items()) {
     if (key.size() > kMaxMetadataKeyBytes || !value.is_string() ||
         value.get_ref<const std::string&>().size() > kMaxMetadataValueBytes) {
-      return field_error(ErrorCode::kInvalidField,
+      return field_error(value.is_string() ? ErrorCode::kInvalidValue : ErrorCode::kInvalidType,
                          "metadata keys have at most 64 bytes and values are strings of at "
                          "most 512 bytes",
                          "metadata");
@@ -137,7 +137,7 @@ class BatchRoutes {
 
   void upload_file(const http::Request& req, http::Response& res) const {
     const Status not_a_form =
-        field_error(ErrorCode::kMissingField,
+        field_error(ErrorCode::kMissingParameter,
                     "send multipart/form-data with the fields purpose and file", "file");
     const std::string content_type = req.header("Content-Type");
     if (!http::multipart_boundary(content_type).ok()) return send_error(res, not_a_form);
@@ -155,7 +155,7 @@ class BatchRoutes {
     const std::string purpose =
         purpose_part != nullptr ? std::string(purpose_part->content) : std::string();
     if (purpose != "batch") {
-      return send_error(res, field_error(ErrorCode::kInvalidField,
+      return send_error(res, field_error(ErrorCode::kInvalidValue,
                                          "purpose must be \"batch\" (the only purpose this "
                                          "server stores files for)",
                                          "purpose"));
@@ -182,7 +182,7 @@ class BatchRoutes {
     if (const std::optional<std::string> order = req.query_param("order")) {
       if (*order != "asc" && *order != "desc") {
         return send_error(res,
-                          field_error(ErrorCode::kInvalidField, "order is asc or desc", "order"));
+                          field_error(ErrorCode::kInvalidValue, "order is asc or desc", "order"));
       }
       filter.oldest_first = *order == "asc";
     }
@@ -229,7 +229,7 @@ class BatchRoutes {
       const std::string given = req.header("Idempotency-Key");
       if (given.empty() || given.size() > kMaxIdempotencyKeyBytes) {
         return send_error(
-            res, field_error(ErrorCode::kInvalidField, "an Idempotency-Key has 1 to 200 bytes",
+            res, field_error(ErrorCode::kInvalidValue, "an Idempotency-Key has 1 to 200 bytes",
                              "Idempotency-Key"));
       }
       key = std::string(kBatchKeyPrefix) + given;
@@ -282,11 +282,11 @@ class BatchRoutes {
     if (std::find(urls.begin(), urls.end(), batch.endpoint) == urls.end()) {
       std::string names;
       for (const std::string& u : urls) names += (names.empty() ? "" : ", ") + u;
-      return field_error(ErrorCode::kInvalidField, "endpoint must be one of " + names, "endpoint");
+      return field_error(ErrorCode::kInvalidValue, "endpoint must be one of " + names, "endpoint");
     }
     SYN_ASSIGN_OR_RETURN(batch.completion_window, required_string(root, "completion_window"));
     if (batch.completion_window != kCompletionWindow) {
-      return field_error(ErrorCode::kInvalidField, "completion_window must be \"24h\"",
+      return field_error(ErrorCode::kInvalidValue, "completion_window must be \"24h\"",
                          "completion_window");
     }
     SYN_ASSIGN_OR_RETURN(batch.metadata_json, parse_metadata(root));
@@ -294,7 +294,7 @@ class BatchRoutes {
     Result<jobs::StoredFile> file = store_.get_file(batch.input_file_id);
     if (!file.ok()) return as_param(file.status(), "input_file_id");
     if (file->purpose != "batch") {
-      return field_error(ErrorCode::kInvalidField,
+      return field_error(ErrorCode::kInvalidValue,
                          "file " + file->id + " has purpose " + file->purpose +
                              "; a batch input needs purpose batch",
                          "input_file_id");

@@ -234,7 +234,7 @@ TEST_F(BatchRoutesTest, BadLinesBecomeBatchErrorsWithLineNumbers) {
   EXPECT_EQ(data[0]["line"], 2);
   EXPECT_EQ(data[0]["code"], "invalid_json");
   EXPECT_EQ(data[1]["line"], 3);
-  EXPECT_EQ(data[1]["code"], "invalid_field");
+  EXPECT_EQ(data[1]["code"], "invalid_value");
   EXPECT_NE(data[1]["message"].get<std::string>().find("/v1/embeddings"), std::string::npos);
   EXPECT_EQ(data[2]["line"], 6);
   EXPECT_EQ(data[2]["code"], "duplicate_custom_id");
@@ -294,7 +294,7 @@ TEST_F(BatchRoutesTest, RequestValidation) {
   EXPECT_EQ(parse(big)["error"]["code"], "request_too_large");
   const httplib::Result plain = client_->Post("/v1/files", std::string("x"), "text/plain");
   EXPECT_EQ(plain->status, 400);
-  EXPECT_EQ(parse(plain)["error"]["code"], "missing_field");
+  EXPECT_EQ(parse(plain)["error"]["code"], "missing_parameter");
   EXPECT_EQ(client_->Get("/v1/batches?limit=0")->status, 400);
   EXPECT_EQ(client_->Get("/v1/files?order=sideways")->status, 400);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What every route of the server answers errors with: OpenAI's error body for a Status, its HTTP
-// status from the error table, and Retry-After when the caller knows when to come back. Private
-// to the server library.
+// status from the error table, and Retry-After on every transient 429 or 503 (the caller's delay
+// when it knows one, else the table's). Private to the server library.
 #pragma once
 
 #include <cstdint>
@@ -18,12 +18,20 @@ namespace synapse::server {
 
 inline constexpr std::string_view kJson = "application/json";
 
-inline void send_error(http::Response& res, const Status& status,
-                       std::optional<uint32_t> retry_s = std::nullopt) {
-  const api::ApiError error = api::api_error_from_status(status);
+// The one place an error's status, Retry-After and body are written.
+inline void send_api_error(http::Response& res, const api::ApiError& error) {
   res.status = error.http_status;
-  if (retry_s) res.set_header("Retry-After", std::to_string(*retry_s));
+  if (std::optional<std::string> retry = api::retry_after_header(error)) {
+    res.set_header("Retry-After", *retry);
+  }
   res.set_content(api::error_body(error), std::string(kJson));
+}
+
+// `retry_after_ms`: the caller's estimate for a transient code (the scheduler's for a full
+// queue); ignored for a permanent one.
+inline void send_error(http::Response& res, const Status& status,
+                       std::optional<uint32_t> retry_after_ms = std::nullopt) {
+  send_api_error(res, api::api_error_from_status(status, retry_after_ms));
 }
 
 // Streams what `stream` produces (a request::GenerationStream or OllamaStream: `next(out)`

@@ -71,15 +71,8 @@ bool cors_preflight(const std::vector<std::string>& allowed, const http::Request
 // Errors the HTTP layer answers itself (a malformed request, a timeout, a limit), in OpenAI's
 // shape with the layer's stable code.
 http::Response protocol_error(int http_status, std::string_view code, const std::string& message) {
-  api::ApiError error;
-  error.http_status = http_status;
-  error.message = message;
-  error.type = api::error_type_for_status(http_status);
-  error.code = std::string(code);
   http::Response res;
-  res.status = http_status;
-  if (http_status == 429 || http_status == 503) res.set_header("Retry-After", "1");
-  res.set_content(api::error_body(error), std::string(kJson));
+  send_api_error(res, api::api_error_from_code_name(http_status, code, message));
   return res;
 }
 
@@ -170,10 +163,9 @@ http::ServerHooks make_server_hooks(const ServerOptions& options, HttpMetrics& m
       case http::Router::Match::Kind::kFound:
         return match.route->handler(req, res);
       case http::Router::Match::Kind::kMethodNotAllowed:
-        send_error(res, Status(ErrorCode::kInvalidArgument, "method " + clip_for_echo(req.method) +
-                                                                " not allowed; this path takes " +
-                                                                match.allow));
-        res.status = 405;
+        send_error(res, Status(ErrorCode::kMethodNotAllowed, "method " + clip_for_echo(req.method) +
+                                                                 " not allowed; this path takes " +
+                                                                 match.allow));
         res.set_header("Allow", match.allow);
         return;
       case http::Router::Match::Kind::kNotFound:

@@ -57,7 +57,8 @@ TEST(HttpServer, HealthAndModels) {
   auto missing = client.Get("/v1/nothing");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
-  EXPECT_NE(missing->body.find(R"("code":"not_found")"), std::string::npos) << missing->body;
+  EXPECT_NE(missing->body.find(R"("code":"not_found","retryable":false)"), std::string::npos)
+      << missing->body;
   server.stop();
   server.stop();  // idempotent
 }
@@ -110,6 +111,34 @@ TEST(HttpServer, BodyOverTheLimitIs413BeforeTheBodyIsRead) {
   while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, static_cast<size_t>(n));
   ::close(fd);
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 413")) << "answer: " << answer.substr(0, 200);
+}
+
+// The error table's code for a known path asked with the wrong method, not a remapped one.
+TEST(HttpServer, WrongMethodIs405MethodNotAllowed) {
+  HttpServer server(options());
+  ASSERT_TRUE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+  auto wrong = client.Delete("/v1/models");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 405);
+  EXPECT_EQ(wrong->get_header_value("Allow"), "GET");
+  EXPECT_NE(wrong->body.find(R"("code":"method_not_allowed")"), std::string::npos) << wrong->body;
+}
+
+// Errors the HTTP layer answers itself keep its status, and a transient one at 429 or 503 says
+// when to come back, in the header and the body.
+TEST(HttpServer, ProtocolErrorsCarryTheRetryContract) {
+  HttpMetrics metrics;
+  const http::ServerHooks hooks = make_server_hooks(options(), metrics);
+  const http::Response busy = hooks.error(503, "too_many_connections", "busy");
+  EXPECT_EQ(busy.status, 503);
+  EXPECT_EQ(busy.headers.get("Retry-After"), "1");
+  EXPECT_NE(busy.body.find(R"("retryable":true,"retry_after_ms":1000)"), std::string::npos)
+      << busy.body;
+  const http::Response bad = hooks.error(400, "invalid_http", "bad");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_FALSE(bad.headers.has("Retry-After"));
+  EXPECT_NE(bad.body.find(R"("retryable":false)"), std::string::npos) << bad.body;
 }
 
 TEST(HttpServer, PortInUseIsAnError) {

@@ -150,7 +150,7 @@ TEST(JobRoutes, JsonlWithABadLineCreatesTheJobAndReportsTheLine) {
   EXPECT_EQ(job["line_errors"][0]["line"], 2);
   EXPECT_EQ(job["line_errors"][0]["code"], "invalid_json");
   EXPECT_EQ(job["line_errors"][1]["line"], 3);
-  EXPECT_EQ(job["line_errors"][1]["code"], "invalid_field");
+  EXPECT_EQ(job["line_errors"][1]["code"], "invalid_value");
   // The line errors stay with the job.
   EXPECT_EQ(body_of(client.Get("/v1/jobs/" + job["id"].get<std::string>()))["line_errors"],
             job["line_errors"]);
@@ -191,7 +191,7 @@ TEST(JobRoutes, BadSubmissionsAreClearErrors) {
                               kTwoRequests, "application/json");
   ASSERT_TRUE(long_key);
   EXPECT_EQ(long_key->status, 400);
-  EXPECT_EQ(error_code_of(long_key), "invalid_field");
+  EXPECT_EQ(error_code_of(long_key), "invalid_value");
   EXPECT_EQ(body_of(long_key)["error"]["param"], "Idempotency-Key");
   EXPECT_EQ(s.submitted, 0);
   EXPECT_TRUE(s.store->list_jobs({})->empty());

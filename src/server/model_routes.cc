@@ -24,18 +24,14 @@ std::optional<std::string> class_header(const http::Request& req) {
   return req.header(std::string(request::kClassHeader));
 }
 
-bool transient(const Status& s) {
-  return s.code() == ErrorCode::kQueueFull || s.code() == ErrorCode::kUnavailable;
-}
-
 // An error of a request that ran: nothing when its client went away first (499), else the status,
-// with Retry-After when it is transient.
+// with the scheduler's retry delay when the code is transient (send_error ignores it otherwise).
 void send_failure(http::Response& res, const Status& s, uint32_t retry_s) {
   if (s.code() == ErrorCode::kCancelled) {
     res.status = kClientClosedRequest;
     return;
   }
-  send_error(res, s, transient(s) ? std::optional(retry_s) : std::nullopt);
+  send_error(res, s, retry_s * 1000);
 }
 
 void generation(EndpointKind kind, const request::ModelDirectory& models,

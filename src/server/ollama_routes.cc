@@ -24,7 +24,10 @@ void send_ollama_error(http::Response& res, const Status& s, std::string_view mo
     return;
   }
   res.status = request::ollama_http_status(s);
-  if (res.status == 429 || res.status == 503) res.set_header("Retry-After", "1");
+  // Ollama keeps 429 and 503 as the table has them, so the OpenAI routes' header rule applies.
+  if (std::optional<std::string> retry = api::retry_after_header(api::api_error_from_status(s))) {
+    res.set_header("Retry-After", *retry);
+  }
   res.set_content(request::ollama_error_body(s, model), std::string(kJson));
 }
 
