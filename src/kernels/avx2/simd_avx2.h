@@ -134,11 +134,14 @@ inline __m256i load_256(const void* p) {
 }
 
 // 32 unsigned bytes from 16 bytes of nibbles: low nibbles first, then high nibbles (the element
-// order of Q4_0/Q4_1/Q5_0/Q5_1 blocks).
+// order of Q4_0/Q4_1/Q5_0/Q5_1 blocks). The 16 bytes are loaded into both lanes and the high lane
+// shifted by a variable shift: on Zen 3 this made the Q4_0 decode 25-45% faster in cache than
+// shifting a 128-bit copy and inserting it as the high lane (vinserti128).
 inline __m256i unpack_nibbles_16(const uint8_t* qs) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
 }
 
 // Byte j (0..31) is 0xFF where bit j of `bits` is set, else 0.
