@@ -19,7 +19,7 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 constexpr size_t kQK = 256;
 constexpr size_t kQ8KBytes = 292;  // BlockQ8_K: float d, 256 int8, 16 int16 bsums
 constexpr size_t kMaxColumns = 8;  // columns handled per pass over a row
-// Decode streams and their prefetch distance (see rows_kernel), measured like AVX-512's.
+// Decode streams and their prefetch distance (see rows_kernel): four, as for the 32-element types.
 constexpr size_t kStreams = 4;
 constexpr size_t kPrefetchBytes = 2048;
 
