@@ -10,6 +10,8 @@
 // The matrices are out of cache: each benchmark cycles through enough copies of its matrix to
 // cover 256 MiB, eight times the L3 of the machines we measure on. The start-up context also
 // reports the bandwidth of a 1 GiB buffer.
+// Batched decode: 2 to 16 columns on the streamed route (what a service step runs), out of
+// cache; tokens per second and the weight stream's fraction of the memory bandwidth.
 // Matrix-matrix (prefill): 512 tokens, GFLOP/s (2 * rows * k * 512 per product).
 //
 //   build/release/bench/kernels_bench [--benchmark_filter=Matvec/Q8_0] [--benchmark_format=json]
@@ -123,6 +125,39 @@ void matvec(benchmark::State& state, TensorType type, Shape shape, int threads) 
   state.counters["pct_of_mem"] = 100.0 * gb_per_s / memory;
 }
 
+// Batched decode: `cols` sequences' next tokens against one matrix on the streamed route (the
+// service's route), out of cache like matvec. tokens_per_s counts columns; pct_of_mem says how
+// close one weight pass per step stays to the memory bandwidth as the batch grows.
+void batched_decode(benchmark::State& state, TensorType type, Shape shape, size_t cols) {
+  const KernelTable& kernels = selected_kernels();
+  const size_t matrix_bytes = row_bytes(type, shape.k) * shape.rows;
+  const bool in_cache = std::getenv("SYNAPSE_BENCH_IN_CACHE") != nullptr;
+  const size_t copies = in_cache ? 1 : (out_of_cache_bytes() + matrix_bytes - 1) / matrix_bytes;
+  const auto weights = make_weights(type, shape.k, shape.rows, copies);
+  const std::vector<float> x = make_activations(shape.k * cols);
+  std::vector<float> y(shape.rows * cols);
+  ThreadPool pool(kMaxThreads);
+  WeightMatrix w{type, weights->data(), row_bytes(type, shape.k), shape.rows, shape.k};
+  std::vector<uint8_t> scratch(matmul_scratch_bytes(kernels, w, cols, kMaxThreads,
+                                                    DotPath::kQuantized, MatmulRoute::kStream));
+  size_t copy = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    w.data = weights->data() + copy * matrix_bytes;
+    copy = copy + 1 == copies ? 0 : copy + 1;
+    matmul(kernels, w, x.data(), shape.k, cols, y.data(), shape.rows, scratch, pool,
+           DotPath::kQuantized, MatmulRoute::kStream);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+  const double per_s = static_cast<double>(state.iterations()) / seconds.count();
+  const double memory =
+      measure_read_bandwidth(kernels, weights->data(), weights->size(), pool, 3).best_gb_per_s;
+  state.counters["tokens_per_s"] = per_s * static_cast<double>(cols);
+  state.counters["weight_GBps"] = static_cast<double>(matrix_bytes) * per_s / 1e9;
+  state.counters["pct_of_mem"] = 100.0 * static_cast<double>(matrix_bytes) * per_s / 1e9 / memory;
+}
+
 void matmul_prefill(benchmark::State& state, TensorType type, Shape shape, int threads) {
   const KernelTable& kernels = selected_kernels();
   const auto weights = make_weights(type, shape.k, shape.rows, 1);
@@ -155,6 +190,15 @@ void register_benchmarks() {
         benchmark::RegisterBenchmark(
             ("Matvec/" + name + "/" + shape.name + "/threads:" + std::to_string(threads)).c_str(),
             matvec, type, shape, threads)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+      for (size_t cols : {size_t{2}, size_t{3}, size_t{4}, size_t{8}, size_t{16}}) {
+        benchmark::RegisterBenchmark(
+            ("BatchedDecode/" + name + "/" + shape.name + "/cols:" + std::to_string(cols) +
+             "/threads:" + std::to_string(kMaxThreads))
+                .c_str(),
+            batched_decode, type, shape, cols)
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The service under load on the Qwen2.5-0.5B shape (synthetic Q8_0 weights, 151936-token
-// vocabulary): total generation throughput at concurrency 1, 4 and 8, and an interactive
-// request's time to first token idle, with 8 background requests saturating the engine, and
-// while a durable background job of 200 items runs through the JobWorker as in `synapse serve`;
+// vocabulary): total generation throughput at concurrency 1, 4, 8 and 16 (interactive requests,
+// the HTTP API's default class, so N slots decode N streams, like llama-server -np N), and an
+// interactive request's time to first token idle, with 8 background requests saturating the engine,
+// and while a durable background job of 200 items runs through the JobWorker as in `synapse serve`;
 // and 8 streams constrained to a JSON Schema against the same 8 unconstrained. The
 // vocabulary is the Qwen2 fixture's ($SYNAPSE_FIXTURES/tokenizer/vocab/qwen2-vocab.gguf).
 // Prints one JSON document. The model is synthesized once and reused:
-//   serve_bench [--model PATH] [--threads N] [--tokens N] [--prompt N]
+//   serve_bench [--model PATH] [--threads N] [--tokens N] [--prompt N] [--only throughput]
 // PATH defaults to $SYNAPSE_BENCH_DIR (or /tmp)/synapse-qwen2.5-0.5b-shape-q8_0.gguf.
 #include <unistd.h>
 
@@ -145,14 +146,16 @@ int run(int argc, char** argv) {
   const char* dir = std::getenv("SYNAPSE_BENCH_DIR");
   std::string path = std::string(dir ? dir : "/tmp") + "/synapse-qwen2.5-0.5b-shape-q8_0.gguf";
   int threads = 2;
-  int32_t gen_tokens = 64;
+  int32_t gen_tokens = 128;
   size_t prompt_tokens = 64;
+  std::string only;  // "throughput": the concurrency levels alone (for A/B runs)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--model") path = argv[i + 1];
     if (a == "--threads") threads = std::atoi(argv[i + 1]);
     if (a == "--tokens") gen_tokens = std::atoi(argv[i + 1]);
     if (a == "--prompt") prompt_tokens = static_cast<size_t>(std::atoi(argv[i + 1]));
+    if (a == "--only") only = argv[i + 1];
   }
   if (!std::filesystem::exists(path)) {
     SynthOptions o;
@@ -195,15 +198,16 @@ int run(int argc, char** argv) {
   json += "  \"generated_tokens_per_request\": " + std::to_string(gen_tokens) + ",\n";
   json += "  \"throughput\": [\n";
   double single = 0.0;
-  const size_t levels[] = {1, 4, 8};
-  for (size_t li = 0; li < 3; ++li) {
-    const size_t n = levels[li];
+  constexpr size_t kLevels[] = {1, 4, 8, 16};
+  constexpr size_t kNumLevels = std::size(kLevels);
+  for (size_t li = 0; li < kNumLevels; ++li) {
+    const size_t n = kLevels[li];
     auto service = make_service(**model, *tok, n);
     std::vector<std::shared_ptr<RequestHandle>> handles;
     const Clock::time_point t0 = Clock::now();
     for (size_t i = 0; i < n; ++i) {
       handles.push_back(*service->submit(request(bench_prompt(prompt_tokens, 100 + i, n_vocab),
-                                                 gen_tokens, RequestClass::kBatch)));
+                                                 gen_tokens, RequestClass::kInteractive)));
     }
     size_t total = 0;
     for (auto& h : handles) total += drain(*h);
@@ -214,9 +218,13 @@ int run(int argc, char** argv) {
     std::snprintf(line, sizeof line,
                   "    {\"concurrency\": %zu, \"tokens\": %zu, \"seconds\": %.3f, "
                   "\"tokens_per_s\": %.2f, \"speedup\": %.2f}%s\n",
-                  n, total, s, tps, tps / single, li + 1 < 3 ? "," : "");
+                  n, total, s, tps, tps / single, li + 1 < kNumLevels ? "," : "");
     json += line;
     std::fprintf(stderr, "%s", line);
+  }
+  if (only == "throughput") {
+    std::fputs((json + "  ]\n}\n").c_str(), stdout);
+    return 0;
   }
   json += "  ],\n";
 
