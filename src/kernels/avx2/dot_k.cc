@@ -33,19 +33,31 @@ struct Unpacked {
 
 // Q4_K/Q5_K six-bit scales and mins of the eight 32-element sub-blocks as bytes: scales of
 // sub-blocks 0-3, 4-7, then mins of 0-3, 4-7.
-inline __m128i k4_scale_bytes(const uint8_t* s) {
+// As two 64-bit words (scales, mins), built in the integer registers.
+struct K4ScaleWords {
+  uint64_t scales;
+  uint64_t mins;
+};
+inline K4ScaleWords k4_scale_words(const uint8_t* s) {
   const uint32_t u0 = load_u32(s), u1 = load_u32(s + 4), u2 = load_u32(s + 8);
   const uint32_t scale_lo = u0 & 0x3F3F3F3Fu;
   const uint32_t min_lo = u1 & 0x3F3F3F3Fu;
   const uint32_t scale_hi = (u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u);
   const uint32_t min_hi = ((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u);
-  return _mm_setr_epi32(static_cast<int>(scale_lo), static_cast<int>(scale_hi),
-                        static_cast<int>(min_lo), static_cast<int>(min_hi));
+  return {scale_lo | uint64_t{scale_hi} << 32, min_lo | uint64_t{min_hi} << 32};
+}
+inline __m128i k4_scale_bytes(const uint8_t* s) {
+  const K4ScaleWords w = k4_scale_words(s);
+  return _mm_set_epi64x(static_cast<int64_t>(w.mins), static_cast<int64_t>(w.scales));
 }
 
 // The mins of the eight sub-blocks, each written twice (for the two 16-element halves).
 inline __m256i k4_mins(__m128i bytes) {
   return _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(bytes, bytes));
+}
+inline __m256i k4_mins(uint64_t mins) {
+  const __m128i bytes = _mm_cvtsi64_si128(static_cast<int64_t>(mins));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(bytes, bytes));
 }
 
 // The same for the scales, and the mins.
@@ -254,6 +266,14 @@ void rows_kernel(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, flo
   for (size_t r = 0; r < R; ++r) *y[r] = hsum(_mm256_sub_ps(acc[r], acc_min[r]));
 }
 
+// Byte j of each 128-bit lane (j < 8), zero-extended into all sixteen int16 words.
+inline __m256i spread_byte(__m256i bytes, int j) {
+  const char i = static_cast<char>(j);
+  constexpr char z = static_cast<char>(0x80);  // vpshufb writes zero
+  return _mm256_shuffle_epi8(bytes, _mm256_setr_epi8(i, z, i, z, i, z, i, z, i, z, i, z, i, z, i, z,
+                                                     i, z, i, z, i, z, i, z, i, z, i, z, i, z, i, z));
+}
+
 // Decode of Q4_K/Q5_K straight from the blocks: each 32-element chunk's levels go from the
 // nibbles to vpmaddubsw in registers, and its one sub-block scale is broadcast to both int16
 // words of every lane, instead of storing an Unpacked copy and reading it back (the round trip
@@ -277,10 +297,11 @@ void rows_kernel_k4(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, 
       for (size_t line = 0; line < kBytes; line += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchBytes + line), _MM_HINT_T0);
       }
-      const __m128i scale_bytes = k4_scale_bytes(b + 4);
-      // Sub-block s's scale in both words of dword s.
-      const __m256i scale32 = _mm256_cvtepu8_epi32(scale_bytes);
-      const __m256i scales = _mm256_or_si256(scale32, _mm256_slli_epi32(scale32, 16));
+      const K4ScaleWords scale_words = k4_scale_words(b + 4);
+      // The eight sub-block scales as bytes in every quarter; a chunk's scale reaches all
+      // sixteen words by one in-lane byte shuffle (vpshufb: one cheap uop, where a cross-lane
+      // vpermd per chunk cost the most of any instruction here on Zen 3).
+      const __m256i scales = _mm256_set1_epi64x(static_cast<int64_t>(scale_words.scales));
       const uint8_t* qs = b + (kFifthBit ? 48 : 16);
       const __m256i qh = kFifthBit ? load_256(b + 16) : _mm256_setzero_si256();
       __m256i isum = _mm256_setzero_si256();
@@ -295,17 +316,13 @@ void rows_kernel_k4(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, 
         }
         const __m256i pairs_lo = _mm256_maddubs_epi16(lo, load_256(xb + 4 + 64 * g));
         const __m256i pairs_hi = _mm256_maddubs_epi16(hi, load_256(xb + 4 + 64 * g + 32));
-        isum = _mm256_add_epi32(
-            isum, _mm256_madd_epi16(pairs_lo,
-                                    _mm256_permutevar8x32_epi32(scales, _mm256_set1_epi32(2 * g))));
-        isum = _mm256_add_epi32(
-            isum, _mm256_madd_epi16(
-                      pairs_hi, _mm256_permutevar8x32_epi32(scales, _mm256_set1_epi32(2 * g + 1))));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs_lo, spread_byte(scales, 2 * g)));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs_hi, spread_byte(scales, 2 * g + 1)));
       }
       const float d = f16_to_f32(load_u16(b)), dmin = f16_to_f32(load_u16(b + 2));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dx * d), acc[r]);
       acc_min[r] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, k4_mins(scale_bytes))),
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, k4_mins(scale_words.mins))),
                           _mm256_set1_ps(dx * dmin), acc_min[r]);
     }
   }
