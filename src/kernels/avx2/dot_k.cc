@@ -268,10 +268,8 @@ void rows_kernel(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, flo
 
 // Byte j of each 128-bit lane (j < 8), zero-extended into all sixteen int16 words.
 inline __m256i spread_byte(__m256i bytes, int j) {
-  const char i = static_cast<char>(j);
-  constexpr char z = static_cast<char>(0x80);  // vpshufb writes zero
-  return _mm256_shuffle_epi8(bytes, _mm256_setr_epi8(i, z, i, z, i, z, i, z, i, z, i, z, i, z, i, z,
-                                                     i, z, i, z, i, z, i, z, i, z, i, z, i, z, i, z));
+  // Each word's index bytes: j (low), then 0x80 (vpshufb writes zero).
+  return _mm256_shuffle_epi8(bytes, _mm256_set1_epi16(static_cast<int16_t>(0x8000 | j)));
 }
 
 // Decode of Q4_K/Q5_K straight from the blocks: each 32-element chunk's levels go from the
