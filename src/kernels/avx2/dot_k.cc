@@ -31,9 +31,8 @@ struct Unpacked {
   float dmin;
 };
 
-// Q4_K/Q5_K six-bit scales and mins of the eight 32-element sub-blocks as bytes: scales of
-// sub-blocks 0-3, 4-7, then mins of 0-3, 4-7.
-// As two 64-bit words (scales, mins), built in the integer registers.
+// Q4_K/Q5_K six-bit scales and mins of the eight 32-element sub-blocks as bytes, in two 64-bit
+// words built in the integer registers: the scales of sub-blocks 0-7, then their mins.
 struct K4ScaleWords {
   uint64_t scales;
   uint64_t mins;
@@ -46,6 +45,7 @@ inline K4ScaleWords k4_scale_words(const uint8_t* s) {
   const uint32_t min_hi = ((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u);
   return {scale_lo | uint64_t{scale_hi} << 32, min_lo | uint64_t{min_hi} << 32};
 }
+// The same as one vector: scales in the low half, mins in the high half.
 inline __m128i k4_scale_bytes(const uint8_t* s) {
   const K4ScaleWords w = k4_scale_words(s);
   return _mm_set_epi64x(static_cast<int64_t>(w.mins), static_cast<int64_t>(w.scales));
