@@ -16,7 +16,7 @@
 //
 //   build/release/bench/kernels_bench [--benchmark_filter=Matvec/Q8_0] [--benchmark_format=json]
 //   SYNAPSE_ISA=avx2 build/release/bench/kernels_bench      # another kernel level
-//   SYNAPSE_BENCH_IN_CACHE=1 build/release/bench/kernels_bench  # matvec without cache misses
+//   SYNAPSE_BENCH_IN_CACHE=1 build/release/bench/kernels_bench  # decode without cache misses
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -90,56 +90,23 @@ std::vector<float> make_activations(size_t n) {
   return x;
 }
 
-void matvec(benchmark::State& state, TensorType type, Shape shape, int threads) {
+// Decode: `cols` sequences' next tokens against one matrix on the streamed route (the service's
+// route; one column is the matrix-vector product), the weights out of cache. tokens_per_s
+// counts columns; pct_of_mem says how close one weight pass per step stays to the memory
+// bandwidth as the batch grows.
+void decode(benchmark::State& state, TensorType type, Shape shape, int threads, size_t cols) {
   const KernelTable& kernels = selected_kernels();
   const size_t matrix_bytes = row_bytes(type, shape.k) * shape.rows;
   // SYNAPSE_BENCH_IN_CACHE=1: one copy, to see the kernel's compute bound on small shapes.
   const bool in_cache = std::getenv("SYNAPSE_BENCH_IN_CACHE") != nullptr;
   const size_t copies = in_cache ? 1 : (out_of_cache_bytes() + matrix_bytes - 1) / matrix_bytes;
   const auto weights = make_weights(type, shape.k, shape.rows, copies);
-  const std::vector<float> x = make_activations(shape.k);
-  std::vector<float> y(shape.rows);
-  ThreadPool pool(threads);
-  WeightMatrix w{type, weights->data(), row_bytes(type, shape.k), shape.rows, shape.k};
-  std::vector<uint8_t> scratch(matmul_scratch_bytes(kernels, w, 1, threads));
-  size_t copy = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    w.data = weights->data() + copy * matrix_bytes;
-    copy = copy + 1 == copies ? 0 : copy + 1;
-    matmul(kernels, w, x.data(), shape.k, 1, y.data(), shape.rows, scratch, pool);
-    benchmark::DoNotOptimize(y.data());
-  }
-  const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-  const double gb_per_s = static_cast<double>(matrix_bytes) *
-                          static_cast<double>(state.iterations()) / seconds.count() / 1e9;
-  // The yardstick, measured right after on the very same bytes with the same threads: the
-  // machine's bandwidth drifts (other tenants), so the ratio is what to quote.
-  const double memory =
-      in_cache ? g_memory_gb_per_s[threads]
-               : measure_read_bandwidth(kernels, weights->data(), weights->size(), pool, 3)
-                     .best_gb_per_s;
-  state.SetBytesProcessed(static_cast<int64_t>(matrix_bytes) * state.iterations());
-  state.counters["weight_GBps"] = gb_per_s;
-  state.counters["mem_GBps"] = memory;
-  state.counters["pct_of_mem"] = 100.0 * gb_per_s / memory;
-}
-
-// Batched decode: `cols` sequences' next tokens against one matrix on the streamed route (the
-// service's route), out of cache like matvec. tokens_per_s counts columns; pct_of_mem says how
-// close one weight pass per step stays to the memory bandwidth as the batch grows.
-void batched_decode(benchmark::State& state, TensorType type, Shape shape, size_t cols) {
-  const KernelTable& kernels = selected_kernels();
-  const size_t matrix_bytes = row_bytes(type, shape.k) * shape.rows;
-  const bool in_cache = std::getenv("SYNAPSE_BENCH_IN_CACHE") != nullptr;
-  const size_t copies = in_cache ? 1 : (out_of_cache_bytes() + matrix_bytes - 1) / matrix_bytes;
-  const auto weights = make_weights(type, shape.k, shape.rows, copies);
   const std::vector<float> x = make_activations(shape.k * cols);
   std::vector<float> y(shape.rows * cols);
-  ThreadPool pool(kMaxThreads);
+  ThreadPool pool(threads);
   WeightMatrix w{type, weights->data(), row_bytes(type, shape.k), shape.rows, shape.k};
-  std::vector<uint8_t> scratch(matmul_scratch_bytes(kernels, w, cols, kMaxThreads,
-                                                    DotPath::kQuantized, MatmulRoute::kStream));
+  std::vector<uint8_t> scratch(
+      matmul_scratch_bytes(kernels, w, cols, threads, DotPath::kQuantized, MatmulRoute::kStream));
   size_t copy = 0;
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
@@ -151,11 +118,18 @@ void batched_decode(benchmark::State& state, TensorType type, Shape shape, size_
   }
   const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
   const double per_s = static_cast<double>(state.iterations()) / seconds.count();
+  const double gb_per_s = static_cast<double>(matrix_bytes) * per_s / 1e9;
+  // The yardstick, measured right after on the very same bytes with the same threads: the
+  // machine's bandwidth drifts (other tenants), so the ratio is what to quote.
   const double memory =
-      measure_read_bandwidth(kernels, weights->data(), weights->size(), pool, 3).best_gb_per_s;
+      in_cache ? g_memory_gb_per_s[threads]
+               : measure_read_bandwidth(kernels, weights->data(), weights->size(), pool, 3)
+                     .best_gb_per_s;
+  state.SetBytesProcessed(static_cast<int64_t>(matrix_bytes) * state.iterations());
+  state.counters["weight_GBps"] = gb_per_s;
+  state.counters["mem_GBps"] = memory;
+  state.counters["pct_of_mem"] = 100.0 * gb_per_s / memory;
   state.counters["tokens_per_s"] = per_s * static_cast<double>(cols);
-  state.counters["weight_GBps"] = static_cast<double>(matrix_bytes) * per_s / 1e9;
-  state.counters["pct_of_mem"] = 100.0 * static_cast<double>(matrix_bytes) * per_s / 1e9 / memory;
 }
 
 void matmul_prefill(benchmark::State& state, TensorType type, Shape shape, int threads) {
@@ -189,7 +163,7 @@ void register_benchmarks() {
       for (int threads = 1; threads <= kMaxThreads; ++threads) {
         benchmark::RegisterBenchmark(
             ("Matvec/" + name + "/" + shape.name + "/threads:" + std::to_string(threads)).c_str(),
-            matvec, type, shape, threads)
+            decode, type, shape, threads, size_t{1})
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
@@ -198,7 +172,7 @@ void register_benchmarks() {
             ("BatchedDecode/" + name + "/" + shape.name + "/cols:" + std::to_string(cols) +
              "/threads:" + std::to_string(kMaxThreads))
                 .c_str(),
-            batched_decode, type, shape, cols)
+            decode, type, shape, kMaxThreads, cols)
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
