@@ -13,6 +13,7 @@
 // Batched decode: 2 to 16 columns on the streamed route (what a service step runs), out of
 // cache; tokens per second and the weight stream's fraction of the memory bandwidth.
 // Matrix-matrix (prefill): 512 tokens, GFLOP/s (2 * rows * k * 512 per product).
+// Attention: one decode query over 512 or 4096 cached tokens per KV cache type (Attend/...).
 //
 //   build/release/bench/kernels_bench [--benchmark_filter=Matvec/Q8_0] [--benchmark_format=json]
 //   SYNAPSE_ISA=avx2 build/release/bench/kernels_bench      # another kernel level
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "base/cpu_info.h"
+#include "kernels/attention.h"
 #include "kernels/kernel_selection.h"
 #include "kernels/matmul.h"
 #include "kernels/memory_bandwidth.h"
@@ -153,9 +155,57 @@ void matmul_prefill(benchmark::State& state, TensorType type, Shape shape, int t
                                    static_cast<double>(state.iterations()) / seconds.count();
 }
 
+// Attention of one decode query of the 0.5B shape (14 heads sharing 2 KV heads of 64) over
+// n_keys cached tokens of one layer, per KV cache type, one thread: what a decode step spends per
+// layer and sequence at that depth. kv_GBps counts the cache bytes read (K and V once per KV
+// head); at 4096 keys an F32 layer is 4 MiB, so this measures the kernel from cache.
+void attend(benchmark::State& state, TensorType kv_type, size_t n_keys) {
+  const KernelTable& kernels = selected_kernels();
+  constexpr size_t kHeads = 14, kKvHeads = 2, kHeadDim = 64;
+  const size_t token_elements = kKvHeads * kHeadDim;
+  const size_t token_bytes = row_bytes(kv_type, token_elements);
+  BandwidthBuffer k(n_keys * token_bytes + 4096), v(n_keys * token_bytes + 4096);
+  const std::vector<float> values = make_activations(token_elements * 7 + 1);
+  for (size_t t = 0; t < n_keys; ++t) {
+    const std::span<const float> row(values.data() + (t % 7) * token_elements, token_elements);
+    quantize_row(kv_type, row, {k.data() + t * token_bytes, token_bytes});
+    quantize_row(kv_type, row, {v.data() + t * token_bytes, token_bytes});
+  }
+  const uint8_t* k_page = k.data();
+  const uint8_t* v_page = v.data();
+  const KvPages kv{&k_page, &v_page, n_keys, n_keys, kv_type, 0};
+  const AttentionParams params{kHeads, kKvHeads, kHeadDim, 0.125f, 0.0f, 0};
+  const std::vector<float> q = make_activations(kHeads * kHeadDim);
+  std::vector<float> out(kHeads * kHeadDim);
+  const size_t group = kHeads / kKvHeads;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    for (size_t h = 0; h < kKvHeads; ++h) {
+      kernels.attend(q.data() + h * group * kHeadDim, group, kv, h, n_keys, params,
+                     out.data() + h * group * kHeadDim);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+  const double per_s = static_cast<double>(state.iterations()) / seconds.count();
+  state.counters["queries_per_s"] = per_s;
+  state.counters["kv_GBps"] = per_s * 2.0 * static_cast<double>(n_keys * token_bytes) / 1e9;
+}
+
 bool fits(TensorType type, const Shape& shape) { return shape.k % block_elements(type) == 0; }
 
 void register_benchmarks() {
+  for (TensorType kv_type :
+       {TensorType::kF32, TensorType::kF16, TensorType::kQ8_0, TensorType::kQ4_0}) {
+    for (size_t n_keys : {size_t{512}, size_t{4096}}) {
+      benchmark::RegisterBenchmark(
+          ("Attend/" + std::string(tensor_type_name(kv_type)) + "/keys:" + std::to_string(n_keys))
+              .c_str(),
+          attend, kv_type, n_keys)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
   for (TensorType type : weight_types()) {
     const std::string name(tensor_type_name(type));
     for (const Shape& shape : kShapes) {

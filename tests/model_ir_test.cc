@@ -115,11 +115,23 @@ TEST_F(ModelIrTest, RejectsBeforeAnythingRuns) {
   EXPECT_EQ(c.code(), ErrorCode::kBadValue) << c.to_string();
   EXPECT_NE(c.message().find("context"), std::string::npos) << c.to_string();
 
-  DecoderOptions q8_cache;
-  q8_cache.kv_type = TensorType::kQ8_0;  // no KV-cache kernel for that type
-  const Status k = open(good, q8_cache);
+  DecoderOptions q4_1_cache;
+  q4_1_cache.kv_type = TensorType::kQ4_1;  // no KV-cache kernel for that type
+  const Status k = open(good, q4_1_cache);
   EXPECT_EQ(k.code(), ErrorCode::kUnsupported) << k.to_string();
   EXPECT_NE(k.message().find("blk.0.attention"), std::string::npos) << k.to_string();
+
+  // A block-quantized cache needs heads of whole 32-value blocks: this model's are 16.
+  DecoderOptions q8_cache;
+  q8_cache.kv_type = TensorType::kQ8_0;
+  const Status q = open(good, q8_cache);
+  EXPECT_EQ(q.code(), ErrorCode::kUnsupported) << q.to_string();
+  EXPECT_NE(q.message().find("blocks of 32"), std::string::npos) << q.to_string();
+  SynthOptions wide_heads;
+  wide_heads.n_head = 2;
+  wide_heads.n_head_kv = 1;
+  ASSERT_EQ(wide_heads.n_embd / wide_heads.n_head % 32, 0u);
+  EXPECT_TRUE(open(synth(wide_heads, "wide.gguf"), q8_cache).ok());
 
   SynthOptions gqa;
   gqa.n_head = 4;

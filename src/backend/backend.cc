@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backend/backend.h"
 
+#include "tensor/quant.h"
+
 namespace synapse {
 
 std::string_view backend_op_name(BackendOp op) {
@@ -64,8 +66,10 @@ void BackendBuffer::reset() {
   size_ = 0;
 }
 
-size_t KvFormat::token_bytes() const {
-  return token_elements() * (type == TensorType::kF16 ? 2 : 4);
+size_t KvFormat::token_bytes() const { return row_bytes(type, token_elements()); }
+
+bool is_block_kv_type(TensorType type) {
+  return type == TensorType::kQ8_0 || type == TensorType::kQ4_0;
 }
 
 }  // namespace synapse

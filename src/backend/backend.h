@@ -94,13 +94,18 @@ struct KvFormat {
   size_t page_tokens;
   size_t n_kv_heads;
   size_t head_dim;
-  TensorType type;  // F32 or F16
+  // F32, F16, or Q8_0/Q4_0: then a token's K (and V) row is whole 32-element blocks, each head
+  // its own blocks (head_dim % 32 == 0), quantized as the weights are (llama.cpp's
+  // --cache-type-k/-v q8_0 and q4_0).
+  TensorType type;
   // Elements per token in each of a layer's K and V regions; 0: n_kv_heads * head_dim. Wider
   // when layers without attention keep per-token state there (LFM2's convolution input).
   size_t row_elements = 0;
   size_t token_elements() const { return row_elements != 0 ? row_elements : n_kv_heads * head_dim; }
   size_t token_bytes() const;
 };
+// Q8_0 and Q4_0: the KV cache types stored as 32-element blocks.
+bool is_block_kv_type(TensorType type);
 
 // A mixture-of-experts feed-forward (Qwen3-MoE, Mixtral): a router matrix scores n_expert
 // experts per row; the n_used best (softmax over all scores, optionally renormalized over the

@@ -43,7 +43,7 @@ bool CpuBackend::supports(BackendOp op, TensorType type) const {
              kernels_.weight(type).dot_f32 != nullptr;
     case BackendOp::kKvStore:
     case BackendOp::kAttention:
-      return type == TensorType::kF32 || type == TensorType::kF16;
+      return type == TensorType::kF32 || type == TensorType::kF16 || is_block_kv_type(type);
     case BackendOp::kMoe:  // the expert matrices' type (the router is checked as a kMatmul)
       return supports(BackendOp::kMatmul, type);
     default:
@@ -183,16 +183,13 @@ void CpuBackend::kv_store(const float* k, const float* v, size_t stride, size_t 
       uint8_t* v_dst = s.kv.v_pages[pos / format.page_tokens] + slot;
       const float* k_src = k + (s.first_row + i) * stride;
       const float* v_src = v + (s.first_row + i) * stride;
-      if (format.type == TensorType::kF16) {
-        auto* kh = reinterpret_cast<uint16_t*>(k_dst);
-        auto* vh = reinterpret_cast<uint16_t*>(v_dst);
-        for (size_t d = 0; d < width; ++d) {
-          kh[d] = f32_to_f16(k_src[d]);
-          vh[d] = f32_to_f16(v_src[d]);
-        }
-      } else {
+      if (format.type == TensorType::kF32) {
         std::memcpy(k_dst, k_src, width * sizeof(float));
         std::memcpy(v_dst, v_src, width * sizeof(float));
+      } else {
+        // The reference quantizers: the cache's bytes are the same on every ISA level.
+        quantize_row(format.type, {k_src, width}, {k_dst, row_bytes(format.type, width)});
+        quantize_row(format.type, {v_src, width}, {v_dst, row_bytes(format.type, width)});
       }
     }
   }

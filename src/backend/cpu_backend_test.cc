@@ -13,6 +13,7 @@
 #include "kernels/attention.h"
 #include "kernels/kernel_selection.h"
 #include "tensor/half.h"
+#include "tensor/quant.h"
 
 namespace synapse {
 namespace {
@@ -35,7 +36,9 @@ TEST(CpuBackend, SupportsEveryWeightTypeAndF32Activations) {
   EXPECT_FALSE(backend.supports(BackendOp::kMatmul, TensorType::kIQ2_XXS));
   EXPECT_FALSE(backend.supports(BackendOp::kMatmul, TensorType::kQ8_K));
   EXPECT_TRUE(backend.supports(BackendOp::kAttention, TensorType::kF16));
-  EXPECT_FALSE(backend.supports(BackendOp::kAttention, TensorType::kQ8_0));
+  EXPECT_TRUE(backend.supports(BackendOp::kAttention, TensorType::kQ8_0));
+  EXPECT_TRUE(backend.supports(BackendOp::kKvStore, TensorType::kQ4_0));
+  EXPECT_FALSE(backend.supports(BackendOp::kAttention, TensorType::kQ4_1));
   EXPECT_TRUE(backend.supports(BackendOp::kRmsNorm, TensorType::kF32));
   EXPECT_FALSE(backend.supports(BackendOp::kRmsNorm, TensorType::kF16));
   EXPECT_NE(backend.kernel_name(BackendOp::kMatmul, TensorType::kQ8_0, {}).find("Q8_0"),
@@ -127,16 +130,17 @@ TEST(CpuBackend, BatchedAttentionEqualsPerSequenceAttention) {
 }
 
 // Non-causal attention: every row of a whole sequence sees all its keys, later ones included.
-// Both routes — the score tiles (F32 cache) and the per-query kernel (F16 cache) — against a
-// float64 softmax over the same stored keys and values.
+// Both routes — the score tiles (F32 cache) and the per-query kernel (F16, Q8_0 and Q4_0
+// caches) — against a float64 softmax over the keys and values as the cache stores them.
 TEST(CpuBackend, BidirectionalAttentionSeesTheWholeSequence) {
   ThreadPool pool(2);
   CpuBackend backend(selected_kernels(), pool);
-  const size_t heads = 4, kv_heads = 2, dim = 16, page = 4, n = 7;
-  const AttentionParams params{heads, kv_heads, dim, 0.25f, 0.0f, 0, /*causal=*/false};
+  const size_t heads = 4, kv_heads = 2, dim = 32, page = 4, n = 7;
+  const AttentionParams params{heads, kv_heads, dim, 0.18f, 0.0f, 0, /*causal=*/false};
   const size_t width = heads * dim + 2 * kv_heads * dim;  // q | k | v
   const auto rows = wave(n * width, 3.0f);
-  for (const TensorType type : {TensorType::kF32, TensorType::kF16}) {
+  for (const TensorType type :
+       {TensorType::kF32, TensorType::kF16, TensorType::kQ8_0, TensorType::kQ4_0}) {
     const KvFormat format{page, kv_heads, dim, type};
     std::vector<std::vector<uint8_t>> k(2, std::vector<uint8_t>(page * format.token_bytes()));
     std::vector<std::vector<uint8_t>> v = k;
@@ -145,13 +149,27 @@ TEST(CpuBackend, BidirectionalAttentionSeesTheWholeSequence) {
     const SequenceRows step[] = {{0, n, 0, {kp, vp, 2}}};
     backend.kv_store(rows.data() + heads * dim, rows.data() + heads * dim + kv_heads * dim, width,
                      kv_heads * dim, step, format);
-    // The stored values as the cache holds them (F16: rounded).
+    // The stored values as the cache holds them (F16: rounded; Q8_0, Q4_0: quantized), and
+    // they are what was written, to the format's precision.
     const auto stored = [&](const std::vector<std::vector<uint8_t>>& pages, size_t t, size_t i) {
       const uint8_t* slot = pages[t / page].data() + (t % page) * format.token_bytes();
-      return type == TensorType::kF16
-                 ? static_cast<double>(f16_to_f32(reinterpret_cast<const uint16_t*>(slot)[i]))
-                 : static_cast<double>(reinterpret_cast<const float*>(slot)[i]);
+      std::vector<float> values(format.token_elements());
+      dequantize_row(type, {slot, format.token_bytes()}, values);
+      return static_cast<double>(values[i]);
     };
+    for (size_t t = 0; t < n; ++t) {
+      for (size_t i = 0; i < kv_heads * dim; ++i) {
+        // Values in [-1, 1]: Q4_0 steps by at most 1/8 (its top value is clamped: up to a
+        // step of error), Q8_0 by 1/127 (half a step, plus its scale's rounding to F16), F16
+        // rounds to 2^-11; F32 is exact.
+        const double bound = type == TensorType::kQ4_0   ? 0.126
+                             : type == TensorType::kQ8_0 ? 0.0045
+                             : type == TensorType::kF16  ? 5e-4
+                                                         : 0.0;
+        EXPECT_NEAR(stored(k, t, i), rows[t * width + heads * dim + i], bound)
+            << tensor_type_name(type) << " key " << t << " element " << i;
+      }
+    }
     const std::vector<int64_t> positions = {0, 1, 2, 3, 4, 5, 6};
     std::vector<float> out(n * heads * dim, NAN);
     backend.attention(rows.data(), width, positions.data(), out.data(), heads * dim, step, format,

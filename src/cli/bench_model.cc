@@ -63,7 +63,9 @@ double peak_rss_bytes() {
 
 int run_model_bench(const ModelBenchOptions& o) {
   RunOptions run = o.run;
-  if (run.n_ctx == 0) run.n_ctx = static_cast<uint32_t>(std::max({o.n_prompt, o.n_gen, 1}));
+  if (run.n_ctx == 0) {
+    run.n_ctx = static_cast<uint32_t>(o.depth + std::max({o.n_prompt, o.n_gen, 1}));
+  }
   Result<LoadedModel> loaded = load_model(run);
   if (!loaded.ok()) return fail(loaded.status());
   DecoderModel& model = *loaded->model;
@@ -72,9 +74,22 @@ int run_model_bench(const ModelBenchOptions& o) {
   Engine engine(model, config);
   const std::vector<int32_t> prompt =
       bench_tokens(static_cast<size_t>(std::max(o.n_prompt, 1)), model.n_vocab());
+  const std::vector<int32_t> context = bench_tokens(static_cast<size_t>(o.depth), model.n_vocab());
 
-  const auto time_pp = [&]() -> Result<double> {
+  // A new sequence holding `depth` tokens of context, prefilled batch rows at a time (untimed).
+  const auto new_sequence = [&]() -> Result<SeqId> {
     const SeqId seq = engine.new_sequence();
+    StepOutput out;
+    for (size_t at = 0; at < context.size(); at += config.max_batch_tokens) {
+      const size_t n = std::min(config.max_batch_tokens, context.size() - at);
+      const StepInput in{seq, std::span(context).subspan(at, n), LogitsWanted::kNone};
+      const Status s = engine.step(std::span(&in, 1), out);
+      if (!s.ok()) return s;
+    }
+    return seq;
+  };
+  const auto time_pp = [&]() -> Result<double> {
+    SYN_ASSIGN_OR_RETURN(const SeqId seq, new_sequence());
     StepOutput out;
     const StepInput in{seq, prompt, LogitsWanted::kLast};
     const auto t = Clock::now();
@@ -85,7 +100,7 @@ int run_model_bench(const ModelBenchOptions& o) {
     return static_cast<double>(prompt.size()) / seconds;
   };
   const auto time_tg = [&]() -> Result<double> {
-    const SeqId seq = engine.new_sequence();
+    SYN_ASSIGN_OR_RETURN(const SeqId seq, new_sequence());
     StepOutput out;
     int32_t token = prompt[0];
     const auto t = Clock::now();
@@ -150,6 +165,8 @@ int run_model_bench(const ModelBenchOptions& o) {
     out["threads"] = loaded->pool->size();
     out["n_prompt"] = o.n_prompt;
     out["n_gen"] = o.n_gen;
+    out["depth"] = o.depth;
+    out["cache_type"] = o.run.cache_type;
     out["repetitions"] = o.repetitions;
     out["pp_tokens_per_s"] = pps.median;
     out["pp_tokens_per_s_min"] = pps.min;
@@ -165,15 +182,19 @@ int run_model_bench(const ModelBenchOptions& o) {
     out["load_ms"] = loaded->load_ms;
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("model %s (%s, %u blocks, embedding %u, vocabulary %u), %s\n",
+    std::printf("model %s (%s, %u blocks, embedding %u, vocabulary %u), %s, %s KV cache\n",
                 loaded->resolved.label.c_str(), hp.arch.c_str(), hp.n_layer, hp.n_embd, hp.n_vocab,
-                std::string(loaded->backend->name()).c_str());
-    std::printf("  %-8s %12s %12s %12s\n", "test", "median t/s", "min t/s", "max t/s");
+                std::string(loaded->backend->name()).c_str(), o.run.cache_type.c_str());
+    // llama-bench's names: "tg128 @ d4096" is 128 tokens generated after 4096 of context.
+    const std::string at_depth = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
+    std::printf("  %-14s %12s %12s %12s\n", "test", "median t/s", "min t/s", "max t/s");
     if (o.n_prompt > 0) {
-      std::printf("  pp%-6d %12.2f %12.2f %12.2f\n", o.n_prompt, pps.median, pps.min, pps.max);
+      const std::string test = "pp" + std::to_string(o.n_prompt) + at_depth;
+      std::printf("  %-14s %12.2f %12.2f %12.2f\n", test.c_str(), pps.median, pps.min, pps.max);
     }
     if (o.n_gen > 0) {
-      std::printf("  tg%-6d %12.2f %12.2f %12.2f\n", o.n_gen, tgs.median, tgs.min, tgs.max);
+      const std::string test = "tg" + std::to_string(o.n_gen) + at_depth;
+      std::printf("  %-14s %12.2f %12.2f %12.2f\n", test.c_str(), tgs.median, tgs.min, tgs.max);
     }
     std::printf(
         "decode weight stream %.1f GB/s (%s per token) = %.0f%% of the %.1f GB/s memory read "
@@ -197,6 +218,11 @@ void add_model_bench_options(CLI::App* cmd, ModelBenchOptions& o) {
   cmd->add_option("-n,--n-gen", o.n_gen, "Generated tokens (tg test)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("-d,--depth", o.depth,
+                  "Tokens already in the context before each test (untimed), as llama-bench -d")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  add_cache_type_option(cmd, o.run.cache_type);
   cmd->add_option("-r,--repetitions", o.repetitions, "Timed repetitions (after one warm-up)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

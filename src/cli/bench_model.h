@@ -12,6 +12,7 @@ struct ModelBenchOptions {
   RunOptions run;
   int n_prompt = 512;
   int n_gen = 128;
+  int depth = 0;  // tokens already in the context (untimed) before each test, as llama-bench -d
   int repetitions = 3;
   int batch = 512;
   bool json = false;

@@ -27,10 +27,14 @@ void add_load_options(CLI::App* cmd, RunOptions& o) {
                   "Matmul activations: quantized (fast, as llama.cpp) or f32 (exact)")
       ->check(CLI::IsMember({"quantized", "f32"}))
       ->capture_default_str();
-  cmd->add_option(
-         "--cache-type", o.cache_type,
-         "KV cache element type: f32 (exact) or f16 (half the memory, llama.cpp's default)")
-      ->check(CLI::IsMember({"f32", "f16"}))
+  add_cache_type_option(cmd, o.cache_type);
+}
+
+void add_cache_type_option(CLI::App* cmd, std::string& cache_type) {
+  cmd->add_option("--cache-type", cache_type,
+                  "KV cache element type: f32 (exact), f16 (half the memory, llama.cpp's "
+                  "default), q8_0 (0.27x f32) or q4_0 (0.14x f32); docs/serving.md")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0"}))
       ->capture_default_str();
 }
 
@@ -61,6 +65,8 @@ Result<LoadedModel> load_model(const RunOptions& o, DecoderOptions base) {
   options.n_ctx = o.n_ctx;
   if (o.activations == "f32") options.matmul_mode.path = DotPath::kF32;
   if (o.cache_type == "f16") options.kv_type = TensorType::kF16;
+  if (o.cache_type == "q8_0") options.kv_type = TensorType::kQ8_0;
+  if (o.cache_type == "q4_0") options.kv_type = TensorType::kQ4_0;
   SYN_ASSIGN_OR_RETURN(loaded.model,
                        DecoderModel::open(loaded.resolved.path, *loaded.backend, options));
   loaded.load_ms =

@@ -23,13 +23,15 @@ struct RunOptions {
   int threads = 0;                        // 0: physical cores
   uint32_t n_ctx = 0;                     // 0: the model's (at most 4096)
   std::string activations = "quantized";  // quantized|f32: matmul activation precision
-  std::string cache_type = "f32";         // f32|f16: the KV cache's element type
+  std::string cache_type = "f32";         // f32|f16|q8_0|q4_0: the KV cache's element type
 };
 
 // -m/--model, --store, -t/--threads, --ctx, --activations, --cache-type.
 void add_run_options(CLI::App* cmd, RunOptions& options);
 // The same without -m (a command that takes its models another way).
 void add_load_options(CLI::App* cmd, RunOptions& options);
+// --cache-type alone (for commands with options of their own, like `synapse bench`).
+void add_cache_type_option(CLI::App* cmd, std::string& cache_type);
 
 struct LoadedModel {
   ResolvedModel resolved;

@@ -395,27 +395,30 @@ CompareResult compare_attention(const KernelTable& kernels, const AttentionCase&
   Random random(seed);
   const size_t row = c.n_kv_heads * c.head_dim + c.row_padding;  // elements per token
   const size_t n_pages = (c.n_keys + c.page_tokens - 1) / c.page_tokens + 1;
-  const size_t element = c.kv_type == TensorType::kF16 ? 2 : 4;
+  // A token's slot is one row of the cache type (whole blocks for Q8_0/Q4_0); the reference
+  // values are what the slot decodes to.
+  const size_t slot_bytes = row_bytes(c.kv_type, row);
   // Pages are separate allocations, so the kernels must follow the page table.
   std::vector<std::vector<uint64_t>> k_store(n_pages), v_store(n_pages);
   std::vector<const uint8_t*> k_pages(n_pages), v_pages(n_pages);
   std::vector<float> k_values(n_pages * c.page_tokens * row), v_values(k_values.size());
+  const auto store_slot = [&](float* values, uint8_t* slot) {
+    const std::span<float> v(values, row);
+    quantize_row(c.kv_type, v, {slot, slot_bytes});
+    dequantize_row(c.kv_type, {slot, slot_bytes}, v);
+  };
   for (size_t pg = 0; pg < n_pages; ++pg) {
-    k_store[pg].assign((c.page_tokens * row * element + 7) / 8, 0);
-    v_store[pg].assign((c.page_tokens * row * element + 7) / 8, 0);
+    k_store[pg].assign((c.page_tokens * slot_bytes + 7) / 8, 0);
+    v_store[pg].assign((c.page_tokens * slot_bytes + 7) / 8, 0);
     for (size_t i = 0; i < c.page_tokens * row; ++i) {
       const size_t flat = pg * c.page_tokens * row + i;
       k_values[flat] = random.bell();
       v_values[flat] = random.bell() * 2.0f;
-      if (c.kv_type == TensorType::kF16) {
-        reinterpret_cast<uint16_t*>(k_store[pg].data())[i] = f32_to_f16(k_values[flat]);
-        reinterpret_cast<uint16_t*>(v_store[pg].data())[i] = f32_to_f16(v_values[flat]);
-        k_values[flat] = f16_to_f32(f32_to_f16(k_values[flat]));
-        v_values[flat] = f16_to_f32(f32_to_f16(v_values[flat]));
-      } else {
-        reinterpret_cast<float*>(k_store[pg].data())[i] = k_values[flat];
-        reinterpret_cast<float*>(v_store[pg].data())[i] = v_values[flat];
-      }
+    }
+    for (size_t t = 0; t < c.page_tokens; ++t) {
+      const size_t flat = (pg * c.page_tokens + t) * row;
+      store_slot(&k_values[flat], reinterpret_cast<uint8_t*>(k_store[pg].data()) + t * slot_bytes);
+      store_slot(&v_values[flat], reinterpret_cast<uint8_t*>(v_store[pg].data()) + t * slot_bytes);
     }
     k_pages[pg] = reinterpret_cast<const uint8_t*>(k_store[pg].data());
     v_pages[pg] = reinterpret_cast<const uint8_t*>(v_store[pg].data());

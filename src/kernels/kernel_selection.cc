@@ -108,7 +108,8 @@ void self_check(KernelTable& table, const KernelTable& fallback, std::vector<Ker
   check_op(OpKind::kScale, &KernelTable::scale);
   check_op(OpKind::kReadBytes, &KernelTable::read_bytes);
   if (table.attend != fallback.attend) {
-    for (TensorType kv_type : {TensorType::kF32, TensorType::kF16}) {
+    for (TensorType kv_type :
+         {TensorType::kF32, TensorType::kF16, TensorType::kQ8_0, TensorType::kQ4_0}) {
       AttentionCase a;
       a.kv_type = kv_type;
       a.n_keys = 70;

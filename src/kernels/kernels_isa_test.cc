@@ -114,10 +114,14 @@ TEST_P(KernelsIsaTest, OpsMatchReference) {
 }
 
 TEST_P(KernelsIsaTest, AttentionMatchesReference) {
-  for (TensorType kv_type : {TensorType::kF32, TensorType::kF16}) {
+  for (TensorType kv_type :
+       {TensorType::kF32, TensorType::kF16, TensorType::kQ8_0, TensorType::kQ4_0}) {
+    // The block caches hold whole 32-element blocks per head (the plan refuses other shapes);
+    // 48 checks the F32/F16 kernels' 8-wide remainder.
+    const bool blocks = kv_type == TensorType::kQ8_0 || kv_type == TensorType::kQ4_0;
     for (size_t n_keys : {1u, 15u, 16u, 17u, 100u, 300u}) {
       for (auto [heads, kv_heads] : {std::pair<size_t, size_t>{4, 2}, {7, 1}, {2, 2}}) {
-        for (size_t head_dim : {64u, 128u, 48u}) {
+        for (size_t head_dim : {64u, 128u, blocks ? 32u : 48u}) {
           AttentionCase c;
           c.n_heads = heads;
           c.n_kv_heads = kv_heads;
@@ -128,7 +132,7 @@ TEST_P(KernelsIsaTest, AttentionMatchesReference) {
           c.softcap = n_keys == 100 ? 20.0f : 0.0f;
           for (size_t window : {size_t{0}, size_t{16}, size_t{40}}) {
             c.window = window;
-            c.row_padding = window == 16 ? 24 : 0;
+            c.row_padding = window == 16 ? (blocks ? 32 : 24) : 0;
             const CompareResult r = compare_attention(kernels(), c, 59 + n_keys + head_dim);
             EXPECT_TRUE(r.ok()) << tensor_type_name(kv_type) << " keys=" << n_keys
                                 << " heads=" << heads << "/" << kv_heads << " dim=" << head_dim

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tensor/quant.h"
+#include "tensor/quant_common.h"
 
 namespace synapse {
 namespace {
@@ -233,6 +234,14 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
                       where(region, op) + ": k | v of odd or too large width");
       }
       if (!be.supports(bop, ir.kv_type)) return unsupported(bop, ir.kv_type, "");
+      if (is_block_kv_type(ir.kv_type) && (ir.hp.head_dim_k % kQuantBlockElements != 0 ||
+                                           ir.kv_row_elements % kQuantBlockElements != 0)) {
+        return Status(ErrorCode::kUnsupported,
+                      where(region, op) + ": a " + std::string(tensor_type_name(ir.kv_type)) +
+                          " KV cache stores each head as blocks of 32 values; this model's "
+                          "heads have " +
+                          std::to_string(ir.hp.head_dim_k) + " (use an f16 or f32 cache)");
+      }
       return ok_status();
     case BackendOp::kAttention:
       if (!be.supports(bop, ir.kv_type)) return unsupported(bop, ir.kv_type, "");

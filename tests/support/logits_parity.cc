@@ -20,12 +20,13 @@ std::vector<float> read_f32(const std::string& path) {
 }
 
 ModelRun run_model(const std::string& path, const std::vector<int32_t>& ids, size_t n_greedy,
-                   int threads, const KernelTable& kernels, DotPath dot_path) {
+                   int threads, const KernelTable& kernels, DotPath dot_path, TensorType kv_type) {
   ThreadPool pool(threads);
   CpuBackend backend(kernels, pool);
   DecoderOptions options;
   options.matmul_mode.path = dot_path;
   options.n_ctx = 512;
+  options.kv_type = kv_type;
   auto model = DecoderModel::open(path, backend, options);
   EXPECT_TRUE(model.ok()) << path << ": " << model.status().to_string();
   if (!model.ok()) return {};

@@ -21,9 +21,11 @@ struct ModelRun {
 };
 
 // The logits of every position of `ids` in one batch, then n_greedy greedy tokens (the first
-// from the last position's logits, each next one decoded alone). Failures are test failures.
+// from the last position's logits, each next one decoded alone), with a KV cache of `kv_type`.
+// Failures are test failures.
 ModelRun run_model(const std::string& path, const std::vector<int32_t>& ids, size_t n_greedy,
-                   int threads, const KernelTable& kernels, DotPath dot_path);
+                   int threads, const KernelTable& kernels, DotPath dot_path,
+                   TensorType kv_type = TensorType::kF32);
 
 struct Distance {
   double max_abs = 0.0, rms = 0.0;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// AVX2 attention over a paged KV cache with an online softmax: keys are visited in chunks of
-// 32; for every head of the GQA group the chunk's scores are computed (the chunk's key rows stay
-// in L1 across the group), the running maximum and sum are rescaled when the maximum grows, and
-// the value rows are accumulated into the output row itself. No buffer grows with the context.
+// AVX2 attention over a paged KV cache (F32, F16, Q8_0 or Q4_0) with an online softmax: keys
+// are visited in chunks of 32; for every head of the GQA group the chunk's scores are computed (the
+// chunk's key rows stay in L1 across the group), the running maximum and sum are rescaled when the
+// maximum grows, and the value rows are accumulated into the output row itself. No buffer grows
+// with the context.
 #include "kernels/avx2/avx2_internal.h"
 #include "kernels/avx2/simd_avx2.h"
 #include "kernels/ref/ref_kernels.h"
@@ -23,6 +24,60 @@ size_t row_elements(const KvPages& kv, size_t n_kv_heads, size_t head_dim) {
   return kv.row_elements != 0 ? kv.row_elements : n_kv_heads * head_dim;
 }
 constexpr size_t kMaxGroup = 64;
+constexpr size_t kMaxDecodedDim = 512;  // the reference's limit too
+
+// How a cache type's head rows are read. F32 and F16 rows are read in place (F16 converted as it
+// is loaded, which costs nothing beside the FMA). The block types are decoded once per chunk into
+// F32 scratch rows that every head of the GQA group then reads from L1 (decoding per head would
+// repeat the unpacking n_group times); the decoding is exact (an F16 scale times an integer of
+// at most 8 bits fits a float's mantissa), so they run the F32 arithmetic on the values the cache
+// holds.
+template <bool kF16>
+struct FloatRows {
+  static constexpr bool kInPlace = true;
+  static constexpr bool kF16Loads = kF16;
+  static size_t bytes(size_t elements) { return elements * (kF16 ? 2 : 4); }
+  static void decode(const uint8_t*, float*, size_t) {}
+};
+template <class Block>
+struct BlockRows {
+  static constexpr bool kInPlace = false;
+  static constexpr bool kF16Loads = false;
+  static size_t bytes(size_t elements) { return elements / 32 * Block::kBytes; }
+  static void decode(const uint8_t* row, float* out, size_t head_dim) {
+    for (size_t b = 0; b < head_dim / 32; ++b) {
+      const uint8_t* block = row + b * Block::kBytes;
+      const __m256 d = _mm256_set1_ps(f16_to_f32(*reinterpret_cast<const uint16_t*>(block)));
+      __m256 v[4];
+      Block::load(block, v);
+      for (int j = 0; j < 4; ++j) _mm256_storeu_ps(out + 32 * b + 8 * j, _mm256_mul_ps(v[j], d));
+    }
+  }
+};
+// A block's integers as four vectors of floats. Q8_0: 32 int8. Q4_0: 16 bytes of nibbles,
+// element j low and j + 16 high, stored as q + 8.
+struct Q8Block {
+  static constexpr size_t kBytes = 34;
+  static void load(const uint8_t* block, __m256 v[4]) {
+    for (int j = 0; j < 4; ++j) {
+      const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + 8 * j));
+      v[j] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
+    }
+  }
+};
+struct Q4Block {
+  static constexpr size_t kBytes = 18;
+  static void load(const uint8_t* block, __m256 v[4]) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+    const __m128i mask = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    const __m128i lo = _mm_sub_epi8(_mm_and_si128(bytes, mask), eight);
+    const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), eight);
+    v[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+    v[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+    v[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+    v[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+  }
+};
 
 template <bool kF16>
 inline __m256 load_row8(const uint8_t* row, size_t d) {
@@ -33,13 +88,12 @@ inline __m256 load_row8(const uint8_t* row, size_t d) {
   }
 }
 
-template <bool kF16>
+template <class Rows>
 void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_head, size_t n_keys,
                   const AttentionParams& p, float* out) {
   const size_t head_dim = p.head_dim;
-  const size_t element = kF16 ? 2 : 4;
-  const size_t token_bytes = row_elements(kv, p.n_kv_heads, head_dim) * element;
-  const size_t head_offset = kv_head * head_dim * element;
+  const size_t token_bytes = Rows::bytes(row_elements(kv, p.n_kv_heads, head_dim));
+  const size_t head_offset = Rows::bytes(kv_head * head_dim);
   float running_max[kMaxGroup], running_sum[kMaxGroup];
   for (size_t g = 0; g < n_group; ++g) {
     running_max[g] = -__builtin_inff();
@@ -48,7 +102,10 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
   }
   const uint8_t* k_rows[kChunk];
   const uint8_t* v_rows[kChunk];
+  // The chunk's decoded K and V rows (block types only): kChunk rows of head_dim floats each.
+  alignas(32) float decoded[Rows::kInPlace ? 1 : 2 * kChunk * kMaxDecodedDim];
   alignas(32) float scores[kChunk];
+  constexpr bool kF16 = Rows::kF16Loads;
   for (size_t t0 = first_key(n_keys, p.window); t0 < n_keys; t0 += kChunk) {
     const size_t n = n_keys - t0 < kChunk ? n_keys - t0 : kChunk;
     for (size_t i = 0; i < n; ++i) {
@@ -56,6 +113,14 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
       const size_t offset = (t % kv.page_tokens) * token_bytes + head_offset;
       k_rows[i] = kv.k_pages[t / kv.page_tokens] + offset;
       v_rows[i] = kv.v_pages[t / kv.page_tokens] + offset;
+      if constexpr (!Rows::kInPlace) {
+        float* k_out = decoded + i * head_dim;
+        float* v_out = decoded + (kChunk + i) * head_dim;
+        Rows::decode(k_rows[i], k_out, head_dim);
+        Rows::decode(v_rows[i], v_out, head_dim);
+        k_rows[i] = reinterpret_cast<const uint8_t*>(k_out);
+        v_rows[i] = reinterpret_cast<const uint8_t*>(v_out);
+      }
     }
     for (size_t g = 0; g < n_group; ++g) {
       const float* qg = q + g * head_dim;
@@ -118,14 +183,21 @@ void attend(const float* q, size_t n_group, const KvPages& kv, size_t kv_head, s
             const AttentionParams& p, float* out) {
   // The driver (kernels/attention.cc) checks n_keys <= kv.n_tokens; no SYN_CHECK here, whose
   // string_view argument would instantiate inline library code with ISA flags.
-  if (p.head_dim % 8 != 0 || n_group > kMaxGroup) {
+  const bool blocks = kv.type == TensorType::kQ8_0 || kv.type == TensorType::kQ4_0;
+  if (p.head_dim % (blocks ? 32 : 8) != 0 || n_group > kMaxGroup ||
+      (blocks && p.head_dim > kMaxDecodedDim)) {
     ref::attend(q, n_group, kv, kv_head, n_keys, p, out);  // shapes no model here uses
     return;
   }
-  if (kv.type == TensorType::kF16) {
-    attend_typed<true>(q, n_group, kv, kv_head, n_keys, p, out);
-  } else {
-    attend_typed<false>(q, n_group, kv, kv_head, n_keys, p, out);
+  switch (kv.type) {
+    case TensorType::kF16:
+      return attend_typed<FloatRows<true>>(q, n_group, kv, kv_head, n_keys, p, out);
+    case TensorType::kQ8_0:
+      return attend_typed<BlockRows<Q8Block>>(q, n_group, kv, kv_head, n_keys, p, out);
+    case TensorType::kQ4_0:
+      return attend_typed<BlockRows<Q4Block>>(q, n_group, kv, kv_head, n_keys, p, out);
+    default:
+      return attend_typed<FloatRows<false>>(q, n_group, kv, kv_head, n_keys, p, out);
   }
 }
 

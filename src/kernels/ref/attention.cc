@@ -7,21 +7,38 @@
 #include "base/check.h"
 #include "kernels/ref/ref_kernels.h"
 #include "tensor/half.h"
+#include "tensor/quant_legacy.h"
 
 namespace synapse::ref {
 namespace {
 
 constexpr size_t kMaxHeadDim = 512;
 
+// Element d of head `head` of token t. A quantized cache holds each token's row as 32-element
+// blocks (heads are whole blocks: the plan requires head_dim % 32 == 0), so element `index` of
+// the page is element index % 32 of block index / 32. The products are exact in float: an F16
+// scale times an integer of at most 8 bits.
 float kv_element(const KvPages& kv, const uint8_t* const* pages, size_t t, size_t head,
                  size_t head_dim, size_t n_kv_heads, size_t d) {
   const uint8_t* page = pages[t / kv.page_tokens];
   const size_t index =
       (t % kv.page_tokens) * kv_row_elements(kv, n_kv_heads, head_dim) + head * head_dim + d;
-  if (kv.type == TensorType::kF16) {
-    return f16_to_f32(reinterpret_cast<const uint16_t*>(page)[index]);
+  const size_t j = index % kQuantBlockElements;
+  switch (kv.type) {
+    case TensorType::kF16:
+      return f16_to_f32(reinterpret_cast<const uint16_t*>(page)[index]);
+    case TensorType::kQ8_0: {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(page) + index / kQuantBlockElements;
+      return f16_to_f32(b->d) * static_cast<float>(b->qs[j]);
+    }
+    case TensorType::kQ4_0: {
+      const auto* b = reinterpret_cast<const BlockQ4_0*>(page) + index / kQuantBlockElements;
+      const int nibble = j < 16 ? b->qs[j] & 0x0F : b->qs[j - 16] >> 4;
+      return f16_to_f32(b->d) * static_cast<float>(nibble - 8);
+    }
+    default:
+      return reinterpret_cast<const float*>(page)[index];
   }
-  return reinterpret_cast<const float*>(page)[index];
 }
 
 float score(const float* q, const KvPages& kv, size_t t, size_t kv_head, const AttentionParams& p) {
