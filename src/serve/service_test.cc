@@ -48,16 +48,19 @@ Collected collect(RequestHandle& handle) {
 class ServiceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { make_model("qwen2"); }
-  // The suite's model: a small synthetic one of `arch` with Q8_0 matrices.
-  static void make_model(const char* arch) {
+  // The suite's model: a small synthetic one of `arch` with Q8_0 matrices, run with a KV cache
+  // of `kv_type` (Q8_0 and Q4_0 need heads of 32 values: then 2 heads of 32, else 4 of 16).
+  static void make_model(const char* arch, TensorType kv_type = TensorType::kF32) {
     dir_ = new testing::TempDir();
+    kv_type_ = kv_type;
+    const bool block_cache = kv_type == TensorType::kQ8_0 || kv_type == TensorType::kQ4_0;
     SynthOptions o;
     o.arch = arch;
     o.n_embd = 64;
     o.n_ff = 128;
     o.n_layer = 2;
-    o.n_head = 4;
-    o.n_head_kv = 2;
+    o.n_head = block_cache ? 2 : 4;
+    o.n_head_kv = block_cache ? 1 : 2;
     o.n_ctx = 512;
     o.type_attention = TensorType::kQ8_0;
     o.type_feed_forward = TensorType::kQ8_0;
@@ -73,9 +76,12 @@ class ServiceTest : public ::testing::Test {
     pool_ = std::make_unique<ThreadPool>(2);
     backend_ = std::make_unique<CpuBackend>(selected_kernels(), *pool_);
     // The serving options: one matmul route for every step, so batching changes no bit.
-    auto model = DecoderModel::open(*path_, *backend_, serving_decoder_options());
+    DecoderOptions options = serving_decoder_options();
+    options.kv_type = kv_type_;
+    auto model = DecoderModel::open(*path_, *backend_, options);
     ASSERT_TRUE(model.ok()) << model.status().to_string();
     model_ = std::move(*model);
+    ASSERT_EQ(model_->ir().kv_type, kv_type_);
     auto tok = tokenizer::Tokenizer::from_gguf(model_->file().metadata());
     ASSERT_TRUE(tok.ok()) << tok.status().to_string();
     tokenizer_ = std::make_unique<tokenizer::Tokenizer>(std::move(*tok));
@@ -147,6 +153,7 @@ class ServiceTest : public ::testing::Test {
 
   static testing::TempDir* dir_;
   static std::string* path_;
+  static TensorType kv_type_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<CpuBackend> backend_;
   std::unique_ptr<DecoderModel> model_;
@@ -155,6 +162,7 @@ class ServiceTest : public ::testing::Test {
 
 testing::TempDir* ServiceTest::dir_ = nullptr;
 std::string* ServiceTest::path_ = nullptr;
+TensorType ServiceTest::kv_type_ = TensorType::kF32;
 
 // The property batching rests on: a sequence's logits do not depend on what else is in the step
 // (a decode row alone, or beside a prefill long enough for the tiled matrix route).
@@ -759,6 +767,32 @@ TEST_F(Lfm2ServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
 }
 TEST_F(Lfm2ServiceTest, CancelFreesPagesWithinOneStep) { expect_cancel_frees_pages(); }
 TEST_F(Lfm2ServiceTest, PrefixReuseHitsAndGivesIdenticalOutput) {
+  expect_prefix_reuse_gives_identical_output();
+}
+
+// And with block-quantized KV caches (issue 17 item 4): each row is quantized alone when
+// stored, so batches, prefix forks and cancellation leave every sequence's bits unchanged.
+class Q8CacheServiceTest : public ServiceTest {
+ protected:
+  static void SetUpTestSuite() { make_model("qwen2", TensorType::kQ8_0); }
+};
+TEST_F(Q8CacheServiceTest, ServingOptionsMakeLogitsIndependentOfTheBatch) {
+  expect_batch_invariant();
+}
+TEST_F(Q8CacheServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
+  expect_eight_concurrent_equal_alone();
+}
+TEST_F(Q8CacheServiceTest, PrefixReuseHitsAndGivesIdenticalOutput) {
+  expect_prefix_reuse_gives_identical_output();
+}
+class Q4CacheServiceTest : public ServiceTest {
+ protected:
+  static void SetUpTestSuite() { make_model("llama", TensorType::kQ4_0); }
+};
+TEST_F(Q4CacheServiceTest, EightConcurrentGreedyRequestsEqualEachAlone) {
+  expect_eight_concurrent_equal_alone();
+}
+TEST_F(Q4CacheServiceTest, PrefixReuseHitsAndGivesIdenticalOutput) {
   expect_prefix_reuse_gives_identical_output();
 }
 
