@@ -160,10 +160,27 @@ void attend_typed(const float* q, size_t n_group, const KvPages& kv, size_t kv_h
       float sum = 0.0f;
       for (i = 0; i < n; ++i) sum += scores[i];
       running_sum[g] += sum;
-      // Two 8-wide output slices at a time: two independent FMA chains over the chunk's keys
-      // (one chain left the FMA latency exposed: 35% of the kernel's samples). Each element
-      // still sums the keys in order, so the results are unchanged.
+      // Four (then two, then one) 8-wide output slices at a time: independent FMA chains over
+      // the chunk's keys (one chain per slice left the FMA latency exposed: 35% of the kernel's
+      // samples). Named accumulators: an array of four was spilled and ran slower than one.
+      // Each element still sums the keys in order, so the results do not change.
       size_t d = 0;
+      for (; d + 32 <= head_dim; d += 32) {
+        __m256 acc0 = _mm256_loadu_ps(og + d), acc1 = _mm256_loadu_ps(og + d + 8);
+        __m256 acc2 = _mm256_loadu_ps(og + d + 16), acc3 = _mm256_loadu_ps(og + d + 24);
+        for (i = 0; i < n; ++i) {
+          const __m256 w = _mm256_set1_ps(scores[i]);
+          const uint8_t* row = v_rows[i];
+          acc0 = _mm256_fmadd_ps(w, load_row8<kF16>(row, d), acc0);
+          acc1 = _mm256_fmadd_ps(w, load_row8<kF16>(row, d + 8), acc1);
+          acc2 = _mm256_fmadd_ps(w, load_row8<kF16>(row, d + 16), acc2);
+          acc3 = _mm256_fmadd_ps(w, load_row8<kF16>(row, d + 24), acc3);
+        }
+        _mm256_storeu_ps(og + d, acc0);
+        _mm256_storeu_ps(og + d + 8, acc1);
+        _mm256_storeu_ps(og + d + 16, acc2);
+        _mm256_storeu_ps(og + d + 24, acc3);
+      }
       for (; d + 16 <= head_dim; d += 16) {
         __m256 acc0 = _mm256_loadu_ps(og + d), acc1 = _mm256_loadu_ps(og + d + 8);
         for (i = 0; i < n; ++i) {
