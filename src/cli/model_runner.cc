@@ -38,14 +38,14 @@ void add_cache_type_option(CLI::App* cmd, std::string& cache_type) {
       ->capture_default_str();
 }
 
-Result<LoadedModel> load_model(const RunOptions& o, DecoderOptions base) {
-  const auto start = std::chrono::steady_clock::now();
-  LoadedModel loaded;
-  // A raw GGUF is prepared into the store once (visibly) and the package runs: execution always
-  // starts from a verified package (docs/formats/synapse-package.md).
-  StageProgress progress(o.model);
+namespace {
+
+// A raw GGUF is prepared into the store once (visibly) and the package runs: execution always
+// starts from a verified package (docs/formats/synapse-package.md).
+Result<ResolvedModel> resolve_for_run(const std::string& model, const std::string& store) {
+  StageProgress progress(model);
   ResolveOptions resolve;
-  resolve.store_directory = o.store;
+  resolve.store_directory = store;
   resolve.prepare_gguf = true;
   resolve.notice = [](std::string_view message) {
     std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
@@ -54,24 +54,67 @@ Result<LoadedModel> load_model(const RunOptions& o, DecoderOptions base) {
     progress.update(stage, done, total);
   };
   resolve.created_by = created_by();
-  Result<ResolvedModel> resolved = resolve_model(o.model, resolve);
+  Result<ResolvedModel> resolved = resolve_model(model, resolve);
   progress.finish();
-  if (!resolved.ok()) return resolved.status();
-  loaded.resolved = std::move(*resolved);
-  const int threads = o.threads > 0 ? o.threads : std::max(1, CpuInfo::detect().physical_cores);
-  loaded.pool = std::make_unique<ThreadPool>(threads);
-  loaded.backend = std::make_unique<CpuBackend>(selected_kernels(), *loaded.pool);
+  return resolved;
+}
+
+DecoderOptions decoder_options(const RunOptions& o, DecoderOptions base) {
   DecoderOptions options = std::move(base);
   options.n_ctx = o.n_ctx;
   if (o.activations == "f32") options.matmul_mode.path = DotPath::kF32;
   if (o.cache_type == "f16") options.kv_type = TensorType::kF16;
   if (o.cache_type == "q8_0") options.kv_type = TensorType::kQ8_0;
   if (o.cache_type == "q4_0") options.kv_type = TensorType::kQ4_0;
-  SYN_ASSIGN_OR_RETURN(loaded.model,
-                       DecoderModel::open(loaded.resolved.path, *loaded.backend, options));
+  return options;
+}
+
+}  // namespace
+
+Result<LoadedModel> load_model(const RunOptions& o, DecoderOptions base) {
+  const auto start = std::chrono::steady_clock::now();
+  LoadedModel loaded;
+  SYN_ASSIGN_OR_RETURN(loaded.resolved, resolve_for_run(o.model, o.store));
+  const int threads = o.threads > 0 ? o.threads : std::max(1, CpuInfo::detect().physical_cores);
+  loaded.pool = std::make_unique<ThreadPool>(threads);
+  loaded.backend = std::make_unique<CpuBackend>(selected_kernels(), *loaded.pool);
+  SYN_ASSIGN_OR_RETURN(loaded.model, DecoderModel::open(loaded.resolved.path, *loaded.backend,
+                                                        decoder_options(o, std::move(base))));
   loaded.load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return loaded;
+}
+
+Result<std::unique_ptr<DecoderModel>> load_draft_model(const std::string& draft,
+                                                       const RunOptions& o, LoadedModel& target) {
+  Result<ResolvedModel> resolved = resolve_for_run(draft, o.store);
+  if (!resolved.ok()) return std::move(resolved).take_status().with_field("--draft");
+  // Its own training context (drafting stops past it) and KV pages on demand, like the target's.
+  DecoderOptions options = decoder_options(o, {});
+  options.n_ctx = 0;
+  options.matmul_mode = target.model->plan().matmul_mode;
+  Result<std::unique_ptr<DecoderModel>> model =
+      DecoderModel::open(resolved->path, *target.backend, options);
+  if (!model.ok()) return std::move(model).take_status().with_field("--draft");
+  SYN_ASSIGN_OR_RETURN(const tokenizer::Tokenizer target_tok, load_tokenizer(*target.model));
+  SYN_ASSIGN_OR_RETURN(const tokenizer::Tokenizer draft_tok, load_tokenizer(**model));
+  const tokenizer::Vocab& a = target_tok.vocab();
+  const tokenizer::Vocab& b = draft_tok.vocab();
+  std::string differs;
+  if (a.size() != b.size() || (*model)->n_vocab() != target.model->n_vocab()) {
+    differs = std::to_string(b.size()) + " tokens against the model's " + std::to_string(a.size());
+  }
+  for (size_t i = 0; differs.empty() && i < a.size(); ++i) {
+    const auto id = static_cast<tokenizer::TokenId>(i);
+    if (a.text(id) != b.text(id)) differs = "token " + std::to_string(i) + " differs";
+  }
+  if (!differs.empty()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "the draft model's vocabulary is not the model's (" + differs +
+                      "): speculative decoding needs the same token ids",
+                  ErrorWhere{.field = "--draft"});
+  }
+  return model;
 }
 
 Result<tokenizer::Tokenizer> load_tokenizer(const DecoderModel& model) {

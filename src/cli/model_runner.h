@@ -44,6 +44,12 @@ struct LoadedModel {
 // `base` carries options a command needs beyond RunOptions (serving's matmul route); n_ctx and
 // the activation precision come from `options`.
 Result<LoadedModel> load_model(const RunOptions& options, DecoderOptions base = {});
+// A second model on `target`'s backend and threads with the same context and KV options:
+// speculative decoding's draft (`--draft MODEL`). Refused unless its vocabulary is the target's
+// token for token (kInvalidArgument, field "--draft").
+Result<std::unique_ptr<DecoderModel>> load_draft_model(const std::string& draft,
+                                                       const RunOptions& options,
+                                                       LoadedModel& target);
 Result<tokenizer::Tokenizer> load_tokenizer(const DecoderModel& model);
 // EOS, EOT and EOM ids named by the file's metadata.
 std::vector<int32_t> end_of_generation_tokens(const DecoderModel& model);

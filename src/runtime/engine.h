@@ -112,7 +112,10 @@ class Session {
   // Appends tokens and returns the logits of every one of them ([n][n_vocab]).
   Result<std::span<const float>> append_all(std::span<const int32_t> tokens);
   size_t n_tokens() const { return engine_.n_tokens(seq_); }
+  // Keeps the first n tokens (n <= n_tokens()): a speculative step's rejected drafts are dropped.
+  void truncate(size_t n) { engine_.truncate(seq_, n); }
   SeqId sequence() const { return seq_; }
+  Engine& engine() { return engine_; }
 
  private:
   Engine& engine_;

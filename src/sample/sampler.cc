@@ -489,6 +489,35 @@ Result<int32_t> Sampler::sample(std::span<const float> logits) {
   return dist_.front().token;
 }
 
+Result<Sampler::DraftVerdict> Sampler::sample_against_draft(std::span<const float> logits,
+                                                            int32_t draft) {
+  if (greedy()) {
+    SYN_ASSIGN_OR_RETURN(const int32_t token, sample(logits));
+    return DraftVerdict{token, token == draft};
+  }
+  SYN_ASSIGN_OR_RETURN(const double total, build_distribution(logits));
+  double draft_weight = 0.0;
+  for (const TokenProb& d : dist_) {
+    if (d.token == draft) draft_weight = d.prob;
+  }
+  if (random_.next_unit() * total < draft_weight) return DraftVerdict{draft, true};
+  // Rejected: the residual max(0, p - q) with q the point mass on the draft is p without it.
+  const double rest = total - draft_weight;
+  const double target = random_.next_unit() * rest;
+  double cumulative = 0.0;
+  int32_t last_weighted = -1;
+  for (const TokenProb& d : dist_) {
+    if (d.token == draft || d.prob <= 0.0) continue;
+    cumulative += d.prob;
+    last_weighted = d.token;
+    if (target < cumulative) return DraftVerdict{d.token, false};
+  }
+  // Rounding left target at or past the sum (or the draft held every bit of weight, which the
+  // draw above then accepts unless rounding): the last other token with weight, else the draft.
+  if (last_weighted >= 0) return DraftVerdict{last_weighted, false};
+  return DraftVerdict{draft, true};
+}
+
 Result<std::span<const TokenProb>> Sampler::distribution(std::span<const float> logits) {
   if (greedy()) {
     SYN_RETURN_IF_ERROR(compute_overrides(logits));

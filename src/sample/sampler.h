@@ -44,6 +44,19 @@ class Sampler {
   void accept(int32_t token);
   void accept(std::span<const int32_t> tokens);
 
+  // Speculative decoding's verification of one drafted token (Leviathan et al. 2023, with the
+  // draft a point mass: drafters here propose one token, not a distribution): greedy accepts the
+  // draft when it is the argmax and otherwise answers the argmax; sampled accepts it with the
+  // probability p(draft) of this row's final distribution, and on rejection draws from that
+  // distribution with the draft removed. Either way the token returned has exactly the
+  // distribution sample() would draw from, so drafts change speed, never what is generated.
+  // Same errors as sample(); consumes one or two random numbers unless greedy.
+  struct DraftVerdict {
+    int32_t token = 0;
+    bool accepted = false;  // token == draft
+  };
+  Result<DraftVerdict> sample_against_draft(std::span<const float> logits, int32_t draft);
+
   // The distribution sample() would draw from, in draw order (sorted by logit, ties by id, when
   // top-k or top-p sorted it; by id otherwise); greedy gives the argmax with probability 1. The
   // span is valid until the next call. Does not consume a random number.

@@ -431,6 +431,67 @@ TEST(Sampler, DrawsFollowSoftmax) {
   EXPECT_LT(chi_square, 24.32);
 }
 
+// Speculative decoding's rule keeps the distribution: whatever token is drafted (the likeliest,
+// a middling one, an unlikely one, one top-k filters out), the verdict's token follows the
+// sampler's own distribution (same chi-square bound and 5-sigma bands as above, 7 degrees of
+// freedom; top-k 6 leaves a zero-probability token out of the sum), and the draft is accepted
+// with its probability. A rule that accepted more often than p(draft), or resampled without
+// removing the draft, puts extra mass on the draft and fails by far.
+TEST(Sampler, DraftVerdictsKeepTheSamplersDistribution) {
+  const std::vector<float> logits = {0.0f, 1.0f, 2.0f, -1.0f, 0.5f, 3.0f, -3.0f, 1.5f};
+  SamplingParams params = plain_params(7);
+  params.top_k = 7;  // token 6 is filtered out: probability 0
+  params.temperature = 0.8f;
+  Sampler reference = make_sampler(params, 8);
+  const std::vector<TokenProb> dist = [&] {
+    auto d = reference.distribution(logits);
+    EXPECT_TRUE(d.ok());
+    return std::vector<TokenProb>(d->begin(), d->end());
+  }();
+  std::vector<double> p(8, 0.0);
+  for (const TokenProb& t : dist) p[static_cast<size_t>(t.token)] = t.prob;
+  ASSERT_EQ(p[6], 0.0);
+  for (const int32_t draft : {5, 2, 3, 6}) {
+    Sampler sampler = make_sampler(params, 8);
+    constexpr int kDraws = 200000;
+    std::vector<int> counts(8, 0);
+    int accepted = 0;
+    for (int i = 0; i < kDraws; ++i) {
+      const Result<Sampler::DraftVerdict> v = sampler.sample_against_draft(logits, draft);
+      ASSERT_TRUE(v.ok());
+      ASSERT_EQ(v->accepted, v->token == draft);
+      ++counts[static_cast<size_t>(v->token)];
+      accepted += v->accepted ? 1 : 0;
+    }
+    EXPECT_EQ(counts[6], 0) << "a filtered-out token was drawn (draft " << draft << ")";
+    double chi_square = 0.0;
+    for (size_t t = 0; t < 8; ++t) {
+      if (p[t] == 0.0) continue;
+      const double expected = p[t] * kDraws;
+      chi_square += (counts[t] - expected) * (counts[t] - expected) / expected;
+      EXPECT_NEAR(counts[t], expected, 5 * std::sqrt(kDraws * p[t] * (1 - p[t])))
+          << "token " << t << ", draft " << draft;
+    }
+    EXPECT_LT(chi_square, 24.32) << "draft " << draft;
+    const double pd = p[static_cast<size_t>(draft)];
+    EXPECT_NEAR(accepted, pd * kDraws, 5 * std::sqrt(kDraws * pd * (1 - pd)) + 1e-9)
+        << "draft " << draft;
+  }
+}
+
+TEST(Sampler, GreedyDraftVerdictAcceptsOnlyTheArgmax) {
+  SamplingParams params;
+  params.temperature = 0.0f;
+  Sampler sampler = make_sampler(params, 4);
+  const std::vector<float> logits = {0.5f, 2.0f, 2.0f, -1.0f};  // tie: the lower id wins
+  for (int32_t draft = 0; draft < 4; ++draft) {
+    const Result<Sampler::DraftVerdict> v = sampler.sample_against_draft(logits, draft);
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->token, 1);
+    EXPECT_EQ(v->accepted, draft == 1);
+  }
+}
+
 TEST(Sampler, CreateRejectsBadArguments) {
   SamplingParams p = plain_params();
   p.logit_bias = {{10, 1.0f}};

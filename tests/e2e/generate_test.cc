@@ -85,6 +85,52 @@ TEST(Generate, SeededSamplingRepeatsAndStopStringsEndTheText) {
   EXPECT_NE(bad.stderr_text.find("top_p"), std::string::npos) << bad.stderr_text;
 }
 
+// Speculative decoding changes speed, not text: the author's greedy text again with prompt
+// lookup, with the model drafting for itself (every draft right) and with a random-weight draft of
+// the same vocabulary (most drafts wrong); --json says how many drafts were taken. A draft model
+// with another vocabulary is refused, naming --draft.
+TEST(Generate, SpeculativeDecodingKeepsTheAuthorsText) {
+  SYN_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+  SYN_REQUIRE_FIXTURE(golden, "golden/stories260K_llama2c_greedy_n200.txt");
+  testing::TempDir dir;
+  const std::string random_draft = dir.file("random-draft.gguf");
+  const auto synth = run_command(synapse_cli() + " synth --arch llama --n-layer 1 --vocab-from " +
+                                 q(model) + " -o " + q(random_draft));
+  ASSERT_EQ(synth.exit_code, 0) << synth.stderr_text;
+  const std::string golden_text = testing::read_file_text(golden);
+  for (const std::string& mode : {std::string("--lookup"), "--draft " + q(model),
+                                  "--draft " + q(random_draft) + " --draft-max 3"}) {
+    SCOPED_TRACE(mode);
+    const auto r =
+        run_command(synapse_cli() + " generate -m " + q(model) + " -n 200 -t 2 --temp 0 " + mode);
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    std::string text = r.stdout_text;
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    EXPECT_EQ(text, golden_text);
+    EXPECT_NE(r.stderr_text.find("drafts"), std::string::npos) << r.stderr_text;
+    const auto j = run_command(synapse_cli() + " generate -m " + q(model) +
+                               " -n 200 -t 2 --temp 0 --json " + mode);
+    ASSERT_EQ(j.exit_code, 0) << j.stderr_text;
+    const Json timings = Json::parse(j.stdout_text)["timings"];
+    EXPECT_GT(timings["draft_tokens"].get<int>(), 0);
+    if (mode.find("random") == std::string::npos) {
+      EXPECT_GT(timings["draft_tokens_accepted"].get<int>(), 0);
+      EXPECT_LT(timings["decode_steps"].get<int>(), 199);
+    }
+    if (mode == "--draft " + q(model)) {
+      EXPECT_EQ(timings["draft_acceptance_rate"], 1.0);
+    }
+  }
+  const auto other = run_command(synapse_cli() + " generate -m " + q(model) + " -n 4 --draft " +
+                                 q(synth_llama(dir)));
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.stderr_text.find("vocabulary"), std::string::npos) << other.stderr_text;
+  EXPECT_NE(other.stderr_text.find("--draft"), std::string::npos) << other.stderr_text;
+  const auto too_many =
+      run_command(synapse_cli() + " generate -m " + q(model) + " -n 4 --lookup --draft-max 15");
+  EXPECT_NE(too_many.exit_code, 0);
+}
+
 TEST(Generate, BadInputFailsClearly) {
   SYN_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
   testing::TempDir dir;

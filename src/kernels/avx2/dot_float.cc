@@ -93,12 +93,10 @@ void cover_rows(const DotTile& t, size_t c) {
   float* y = t.y + c * t.y_stride;
   size_t r = 0;
   for (; r + R <= t.n_rows; r += R) {
-    float_kernel<W, R, C>(t.w + r * t.w_stride, t.w_stride, x, t.x_stride, t.k, y + r,
-                          t.y_stride);
+    float_kernel<W, R, C>(t.w + r * t.w_stride, t.w_stride, x, t.x_stride, t.k, y + r, t.y_stride);
   }
   for (; r < t.n_rows; ++r) {
-    float_kernel<W, 1, C>(t.w + r * t.w_stride, t.w_stride, x, t.x_stride, t.k, y + r,
-                          t.y_stride);
+    float_kernel<W, 1, C>(t.w + r * t.w_stride, t.w_stride, x, t.x_stride, t.k, y + r, t.y_stride);
   }
 }
 
