@@ -8,6 +8,7 @@
 // vocabulary is the Qwen2 fixture's ($SYNAPSE_FIXTURES/tokenizer/vocab/qwen2-vocab.gguf).
 // Prints one JSON document. The model is synthesized once and reused:
 //   serve_bench [--model PATH] [--threads N] [--tokens N] [--prompt N] [--only throughput]
+//               [--draft-max N (speculative decoding by prompt lookup)]
 // PATH defaults to $SYNAPSE_BENCH_DIR (or /tmp)/synapse-qwen2.5-0.5b-shape-q8_0.gguf.
 #include <unistd.h>
 
@@ -72,10 +73,14 @@ size_t drain(RequestHandle& h) {
   return tokens;
 }
 
+// Speculative decoding by prompt lookup with this many drafts per step (--draft-max; 0: off).
+size_t g_draft_max = 0;
+
 std::unique_ptr<Service> make_service(DecoderModel& model, const tokenizer::Tokenizer& tok,
                                       size_t parallel) {
   ServiceConfig config;
   config.scheduler.max_active = parallel;
+  config.draft_max = g_draft_max;
   config.max_cached_sequences = 0;  // every request prefills its whole prompt
   return std::make_unique<Service>(model, tok, config);
 }
@@ -156,6 +161,7 @@ int run(int argc, char** argv) {
     if (a == "--tokens") gen_tokens = std::atoi(argv[i + 1]);
     if (a == "--prompt") prompt_tokens = static_cast<size_t>(std::atoi(argv[i + 1]));
     if (a == "--only") only = argv[i + 1];
+    if (a == "--draft-max") g_draft_max = static_cast<size_t>(std::atoi(argv[i + 1]));
   }
   if (!std::filesystem::exists(path)) {
     SynthOptions o;
@@ -194,6 +200,7 @@ int run(int argc, char** argv) {
 
   std::string json = "{\n  \"model\": \"qwen2.5-0.5b shape, Q8_0, synthetic\",\n";
   json += "  \"threads\": " + std::to_string(threads) + ",\n";
+  json += "  \"draft_max\": " + std::to_string(g_draft_max) + ",\n";
   json += "  \"prompt_tokens\": " + std::to_string(prompt_tokens) + ",\n";
   json += "  \"generated_tokens_per_request\": " + std::to_string(gen_tokens) + ",\n";
   json += "  \"throughput\": [\n";

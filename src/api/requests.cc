@@ -387,6 +387,8 @@ Status parse_common(const Json& body, const RequestLimits& limits, std::string& 
                                        std::numeric_limits<int64_t>::max()));
   SYN_RETURN_IF_ERROR(parse_stop(body, limits, s.stop));
   SYN_RETURN_IF_ERROR(parse_logit_bias(body, limits, s.logit_bias));
+  SYN_ASSIGN_OR_RETURN(const auto speculative, get_bool(body, "speculative"));
+  s.speculative = speculative.value_or(true);
   SYN_ASSIGN_OR_RETURN(const auto n, get_int(body, "n", 1, 128));
   if (n && *n != 1) return unsupported("n", "must be 1: one choice per request is supported");
   SYN_ASSIGN_OR_RETURN(const auto stream_flag, get_bool(body, "stream"));

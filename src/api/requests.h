@@ -43,6 +43,9 @@ struct SamplingParams {
   std::optional<int64_t> seed;
   std::vector<std::string> stop;
   std::vector<std::pair<int32_t, double>> logit_bias;  // token id, bias in [-100, 100]
+  // Extension "speculative": false opts the request out of the server's speculative decoding
+  // (`synapse serve --lookup`); the output is the same either way.
+  bool speculative = true;
 };
 
 struct StreamParams {

@@ -284,5 +284,17 @@ TEST(CompletionRequest, PriorityNamesAClass) {
                ErrorCode::kInvalidType, "priority");
 }
 
+TEST(CompletionRequest, SpeculativeOptsOutOfDrafts) {
+  auto off = parse_chat_completion_request(
+      R"({"messages": [{"role": "user", "content": "a"}], "speculative": false})");
+  ASSERT_TRUE(off.ok()) << off.status().to_string();
+  EXPECT_FALSE(off->sampling.speculative);
+  auto on = parse_completion_request(R"({"prompt": "a"})");
+  ASSERT_TRUE(on.ok());
+  EXPECT_TRUE(on->sampling.speculative);
+  expect_error(parse_completion_request(R"({"prompt": "a", "speculative": "no"})"),
+               ErrorCode::kInvalidType, "speculative");
+}
+
 }  // namespace
 }  // namespace synapse::api

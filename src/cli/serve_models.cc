@@ -39,6 +39,7 @@ Result<std::unique_ptr<request::ModelInstance>> load_instance(
   config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};
   config.eog_tokens = end_of_generation_tokens(model);
   config.compute_gate = gate;
+  config.draft_max = o.lookup ? o.draft_max : 0;
   instance->service = std::make_unique<serve::Service>(model, *instance->tokenizer, config);
   instance->served.service = instance->service.get();
   const serve::Service& service = *instance->service;
@@ -148,6 +149,13 @@ void add_serve_model_options(CLI::App* cmd, ServeModelsOptions& o) {
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--max-loaded", o.max_loaded, "Models loaded at once (default: no limit)")
       ->check(CLI::Range(size_t{1}, size_t{1024}));
+  cmd->add_flag("--lookup", o.lookup,
+                "Speculative decoding by prompt lookup: each step also verifies tokens that "
+                "followed the last ones earlier in the text (same output; a request opts out "
+                "with \"speculative\": false)");
+  cmd->add_option("--draft-max", o.draft_max, "With --lookup: most drafted tokens per step")
+      ->check(CLI::Range(size_t{1}, size_t{64}))
+      ->capture_default_str();
   cmd->add_option("--keep-alive", o.keep_alive,
                   "How long a store model stays loaded after its last request (5m, 1h, 0: "
                   "unload at once, -1: keep); -m models are kept")

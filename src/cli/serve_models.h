@@ -28,6 +28,8 @@ struct ServeModelsOptions {
   uint64_t max_memory = 0;  // 0: three quarters of RAM
   size_t max_loaded = 0;
   std::string keep_alive = "5m";
+  bool lookup = false;   // speculative decoding by prompt lookup (docs/speculative.md)
+  size_t draft_max = 6;  // its drafted tokens per step
 };
 
 void add_serve_model_options(CLI::App* cmd, ServeModelsOptions& options);

@@ -131,6 +131,7 @@ Status fill(GenerationCall& c, std::vector<int32_t> prompt, const api::SamplingP
   c.request.max_tokens = static_cast<int32_t>(std::min<int64_t>(max_tokens, 1 << 24));
   c.request.sampling = sampler_params(sampling);
   c.request.stop = sampling.stop;
+  c.request.speculative = sampling.speculative;
   return ok_status();
 }
 

@@ -140,6 +140,12 @@ void ServiceMetrics::count_preemption() {
   ++preemptions_;
 }
 
+void ServiceMetrics::add_draft_tokens(size_t verified, size_t accepted) {
+  std::lock_guard lock(mu_);
+  draft_tokens_ += verified;
+  draft_tokens_accepted_ += accepted;
+}
+
 void ServiceMetrics::add_compute_wait(double seconds) {
   std::lock_guard lock(mu_);
   compute_wait_s_ += seconds;
@@ -182,6 +188,13 @@ std::string ServiceMetrics::render_prometheus() const {
   header(out, "synapse_preemptions_total", "counter",
          "Requests that yielded their slot to a higher class after a quantum.");
   sample(out, "synapse_preemptions_total", "", static_cast<double>(preemptions_));
+  header(out, "synapse_speculative_draft_tokens_total", "counter",
+         "Drafted tokens verified by speculative decoding (accepted or rejected).");
+  sample(out, "synapse_speculative_draft_tokens_total", "", static_cast<double>(draft_tokens_));
+  header(out, "synapse_speculative_draft_tokens_accepted_total", "counter",
+         "Drafted tokens taken; over the verified ones: the acceptance rate.");
+  sample(out, "synapse_speculative_draft_tokens_accepted_total", "",
+         static_cast<double>(draft_tokens_accepted_));
   header(out, "synapse_compute_wait_seconds_total", "counter",
          "Time engine steps waited for the cores while other models' steps ran.");
   sample(out, "synapse_compute_wait_seconds_total", "", compute_wait_s_);

@@ -53,6 +53,8 @@ class ServiceMetrics {
   void set_kv_pages(size_t in_use, size_t total);
   void count_prefix_lookup(bool hit);
   void count_preemption();
+  // Speculative decoding: drafted tokens verified, and how many of them were taken.
+  void add_draft_tokens(size_t verified, size_t accepted);
   // Time a step waited for the cores while other models' steps ran (compute_gate.h).
   void add_compute_wait(double seconds);
 
@@ -71,6 +73,8 @@ class ServiceMetrics {
   uint64_t prefix_hits_ = 0;
   uint64_t prefix_misses_ = 0;
   uint64_t preemptions_ = 0;
+  uint64_t draft_tokens_ = 0;
+  uint64_t draft_tokens_accepted_ = 0;
   double compute_wait_s_ = 0.0;
   size_t kv_pages_in_use_ = 0;
   size_t kv_pages_total_ = 0;

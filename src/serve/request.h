@@ -59,6 +59,9 @@ struct GenerationRequest {
   // whole sentence. Shared with other requests using the same compiled grammar; only the
   // service's loop thread touches it after submission.
   std::shared_ptr<constrain::TokenMasker> constraint;
+  // Speculative decoding when the service drafts (ServiceConfig::draft_max > 0); false opts this
+  // request out (its output is the same either way: only its speed differs).
+  bool speculative = true;
 };
 
 enum class FinishReason : uint8_t { kStop, kLength, kCancelled, kError };
@@ -80,6 +83,8 @@ struct Timings {
   double time_to_first_token_ms = 0.0;  // submit -> first token sampled
   double total_ms = 0.0;                // submit -> final event
   double decode_tokens_per_s = 0.0;     // after the first token
+  size_t draft_tokens = 0;              // speculative decoding: drafts verified
+  size_t draft_tokens_accepted = 0;     // ... and taken
 };
 
 // One event per engine step that produced something for the request, then exactly one final

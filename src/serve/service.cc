@@ -15,6 +15,7 @@
 #include "sample/sampler.h"
 #include "sample/stop_matcher.h"
 #include "serve/prefix_cache.h"
+#include "speculative/prompt_lookup.h"
 #include "tokenizer/detokenizer.h"
 
 namespace synapse::serve {
@@ -76,6 +77,14 @@ struct Service::Job {
   std::vector<int32_t> generated;
   size_t fed = 0;                // generated tokens in the KV
   std::vector<int32_t> pending;  // chosen (sampled, then any forced), fed in the next steps
+  // Speculative decoding: the prompt and every token chosen (what drafts are looked up in; empty
+  // when the request does not speculate), this step's drafts, and the tokens the step feeds
+  // (pending, then the drafts).
+  std::vector<int32_t> context;
+  std::vector<int32_t> drafts;
+  std::vector<int32_t> step_tokens;
+  size_t draft_tokens = 0;  // drafts verified, and taken
+  size_t draft_tokens_accepted = 0;
   // Embedding requests, across prompt chunks: the mean so far (kMean), or the rows kept (the
   // last for kLast, the first for kCls, every one for kNone).
   std::optional<MeanPoolAccumulator> mean;
@@ -93,12 +102,14 @@ struct Service::LoopState {
 
   struct Slot {
     Job* job = nullptr;
-    size_t n_tokens = 0;
+    size_t n_tokens = 0;  // fed this step, drafts included
     bool decode = false;
+    size_t n_drafts = 0;  // of n_tokens, the drafts to verify
   };
 
   Engine engine;
   PrefixCache cache;
+  PromptLookupDrafter lookup;
   std::unordered_map<Ticket, std::unique_ptr<Job>> jobs;
   std::vector<Ticket> finished;                    // to remove from the scheduler
   std::vector<std::pair<Ticket, size_t>> charges;  // decoded tokens, for the scheduler
@@ -343,6 +354,7 @@ void Service::start_job(Job& job) {
       hit = true;
     }
   }
+  if (config_.draft_max > 0 && job.request.speculative) job.context = prompt;
   if (hit) {
     job.prompt_done = job.cached = reuse;
     prefix_hits_.fetch_add(1);
@@ -387,25 +399,37 @@ bool Service::run_step() {
   s.slots.clear();
   size_t pages_needed = 0;
   auto add = [&](Job* job, std::span<const int32_t> tokens, LogitsWanted logits, bool decode,
-                 LogitsWanted hidden = LogitsWanted::kNone) {
+                 LogitsWanted hidden = LogitsWanted::kNone, size_t n_drafts = 0) {
     std::span<const int32_t> types;
     if (job->request.embedding && !job->request.embedding->token_types.empty()) {
       types =
           std::span(job->request.embedding->token_types).subspan(job->prompt_done, tokens.size());
     }
-    s.inputs.push_back(StepInput{job->sequence, tokens, logits, hidden, types});
-    s.slots.push_back(LoopState::Slot{job, tokens.size(), decode});
+    // Drafts: the logits of the last chosen token's row and of every draft's.
+    const size_t logits_from = n_drafts > 0 ? tokens.size() - n_drafts - 1 : 0;
+    s.inputs.push_back(StepInput{job->sequence, tokens, logits, hidden, types, logits_from});
+    s.slots.push_back(LoopState::Slot{job, tokens.size(), decode, n_drafts});
     const size_t n = s.engine.n_tokens(job->sequence);
     pages_needed += pages_for(n + tokens.size(), config_.page_tokens) -
                     pages_for(n, config_.page_tokens) + (n % config_.page_tokens != 0 ? 1 : 0);
   };
   // Decodes: each job's chosen tokens, as many as the step holds (the logits only once the
-  // last is in).
+  // last is in), and after them the drafts of a job that speculates.
   size_t step_tokens = 0;
+  const size_t decoding = static_cast<size_t>(std::count_if(
+      s.running.begin(), s.running.end(), [](const Job* job) { return !job->pending.empty(); }));
+  const bool drafts = config_.draft_max > 0 && decoding <= config_.draft_max_batch;
   for (Job* job : s.running) {
     if (job->pending.empty()) continue;
     const size_t take = std::min(job->pending.size(), config_.max_step_tokens - step_tokens);
     if (take == 0) continue;
+    if (drafts && take == job->pending.size() && propose_drafts(*job, step_tokens + take)) {
+      job->step_tokens.assign(job->pending.begin(), job->pending.end());
+      job->step_tokens.insert(job->step_tokens.end(), job->drafts.begin(), job->drafts.end());
+      add(job, job->step_tokens, LogitsWanted::kAll, true, LogitsWanted::kNone, job->drafts.size());
+      step_tokens += job->step_tokens.size();
+      continue;
+    }
     add(job, std::span(job->pending).first(take),
         take == job->pending.size() ? LogitsWanted::kLast : LogitsWanted::kNone, true);
     step_tokens += take;
@@ -517,9 +541,11 @@ bool Service::run_step() {
     Job& job = *slot.job;
     rows += slot.n_tokens;
     if (slot.decode) {
-      job.fed += slot.n_tokens;
+      // The drafts are not the request's tokens until verified (verify_and_emit).
+      const size_t fed = slot.n_tokens - slot.n_drafts;
+      job.fed += fed;
       job.pending.erase(job.pending.begin(),
-                        job.pending.begin() + static_cast<std::ptrdiff_t>(slot.n_tokens));
+                        job.pending.begin() + static_cast<std::ptrdiff_t>(fed));
       s.charges.emplace_back(job.ticket, slot.n_tokens);
     } else {
       job.prompt_done += slot.n_tokens;
@@ -533,6 +559,8 @@ bool Service::run_step() {
       } else {
         pool_and_emit(job, s.out.hidden_rows(i));
       }
+    } else if (slot.n_drafts > 0) {
+      verify_and_emit(job, i);
     } else if (s.inputs[i].logits != LogitsWanted::kNone) {
       sample_and_emit(job, s.out.last(i));
     }
@@ -616,6 +644,76 @@ void Service::sample_and_emit(Job& job, std::span<const float> logits) {
   job.handle->push(std::move(event));
 }
 
+bool Service::propose_drafts(Job& job, size_t step_tokens) {
+  job.drafts.clear();
+  if (job.context.empty() || job.request.embedding) return false;
+  // Room in the step, in the context (after the pending tokens) and in max_tokens (the drafts
+  // and the token after them).
+  const size_t kv = job.prompt_done + job.fed + job.pending.size();
+  const size_t generated = job.generated.size();
+  const auto max_tokens = static_cast<size_t>(job.request.max_tokens);
+  if (step_tokens >= config_.max_step_tokens || kv >= limits_.n_ctx ||
+      generated + 1 >= max_tokens) {
+    return false;
+  }
+  const size_t room = std::min({config_.draft_max, config_.max_step_tokens - step_tokens,
+                                limits_.n_ctx - kv, max_tokens - generated - 1});
+  if (Status s = state_->lookup.propose(job.context, room, job.drafts); !s.ok()) return false;
+  return !job.drafts.empty();
+}
+
+// The rows of the last chosen token and of each draft: tokens are chosen in order, each draft
+// checked by the rejection rule (Sampler::sample_against_draft keeps the distribution) against its
+// row, masked first when the request is constrained, until a choice differs from the draft; the
+// KV keeps the request's tokens only.
+void Service::verify_and_emit(Job& job, size_t input) {
+  LoopState& s = *state_;
+  const StepOutput& out = s.out;
+  GenerationEvent event;
+  event.step = s.step;
+  const size_t n_drafts = job.drafts.size();
+  for (size_t r = 0; r <= n_drafts; ++r) {
+    const std::span<const float> logits = out.row(out.first_row[input] + r);
+    const std::span<const float> row =
+        job.request.constraint ? constrain_logits(job, logits) : logits;
+    if (row.empty()) {
+      if (job.matcher->accepts_end()) return finish(job, event, FinishReason::kStop);
+      return finish(job, event, FinishReason::kError,
+                    Status(ErrorCode::kInternal, "the grammar allows no token after this text"));
+    }
+    Sampler::DraftVerdict verdict;
+    if (r < n_drafts) {
+      Result<Sampler::DraftVerdict> v = job.sampler.sample_against_draft(row, job.drafts[r]);
+      if (!v.ok()) return finish(job, event, FinishReason::kError, v.status());
+      verdict = *v;
+      ++job.draft_tokens;
+      job.draft_tokens_accepted += verdict.accepted ? 1 : 0;
+      metrics_.add_draft_tokens(1, verdict.accepted ? 1 : 0);
+    } else {
+      Result<int32_t> sampled = job.sampler.sample(row);
+      if (!sampled.ok()) return finish(job, event, FinishReason::kError, sampled.status());
+      verdict.token = *sampled;
+    }
+    if (job.matcher && !job.request.constraint->consume_token(*job.matcher, verdict.token)) {
+      const std::vector<int32_t>& eog = job.request.eog_tokens;
+      if (std::find(eog.begin(), eog.end(), verdict.token) == eog.end()) {
+        return finish(job, event, FinishReason::kError,
+                      Status(ErrorCode::kInternal, "the sampler drew a token the grammar refuses"));
+      }
+    }
+    std::optional<Logprobs> logprobs;
+    if (job.request.logprobs) {
+      Result<Logprobs> lp = compute_logprobs(logits, verdict.token, job.request.top_logprobs);
+      if (!lp.ok()) return finish(job, event, FinishReason::kError, lp.status());
+      logprobs = *lp;
+    }
+    if (!emit_token(job, verdict.token, logprobs, event, verdict.accepted)) return;
+    if (!verdict.accepted) break;
+  }
+  s.engine.truncate(job.sequence, job.prompt_done + job.fed);
+  job.handle->push(std::move(event));
+}
+
 std::optional<int32_t> Service::only_allowed_token(const Job& job) const {
   std::optional<int32_t> only;
   for (size_t w = 0; w < job.mask.size(); ++w) {
@@ -631,10 +729,12 @@ std::optional<int32_t> Service::only_allowed_token(const Job& job) const {
 }
 
 bool Service::emit_token(Job& job, int32_t token, std::optional<Logprobs> logprobs,
-                         GenerationEvent& event) {
+                         GenerationEvent& event, bool in_kv) {
   LoopState& s = *state_;
   job.sampler.accept(token);
   job.generated.push_back(token);
+  if (!job.context.empty()) job.context.push_back(token);
+  if (in_kv) ++job.fed;  // an accepted draft: the step computed its KV
   metrics_.add_generated_tokens(1);
   const Clock::time_point now = Clock::now();
   if (job.generated.size() == 1) {
@@ -664,8 +764,9 @@ bool Service::emit_token(Job& job, int32_t token, std::optional<Logprobs> logpro
     finish(job, event, FinishReason::kStop);
     return false;
   }
-  // The token goes after what the KV holds and what is already chosen for it.
-  const bool full = s.engine.n_tokens(job.sequence) + job.pending.size() >= limits_.n_ctx;
+  // The token goes after what the KV holds and what is already chosen for it (a step's drafts
+  // not yet verified are not counted: they are dropped or become the request's tokens).
+  const bool full = job.prompt_done + job.fed + job.pending.size() >= limits_.n_ctx;
   if (job.generated.size() >= static_cast<size_t>(job.request.max_tokens) || full) {
     s.piece.clear();
     job.detok.finish(s.piece);
@@ -679,7 +780,7 @@ bool Service::emit_token(Job& job, int32_t token, std::optional<Logprobs> logpro
     finish(job, event, FinishReason::kLength);
     return false;
   }
-  job.pending.push_back(token);
+  if (!in_kv) job.pending.push_back(token);
   return true;
 }
 
@@ -731,6 +832,10 @@ void Service::release_sequence(Job& job, bool keep_in_cache) {
   LoopState& s = *state_;
   if (!job.has_sequence) return;
   job.has_sequence = false;
+  // Drafts of the last step past the request's tokens (it ended among them) are not its text.
+  if (s.engine.n_tokens(job.sequence) > job.prompt_done + job.fed) {
+    s.engine.truncate(job.sequence, job.prompt_done + job.fed);
+  }
   const std::vector<int32_t>& prompt = job.request.prompt;
   // Embedding prompts stay out of the prefix cache: bulk embedding would evict the prefixes
   // that generation reuses.
@@ -766,6 +871,8 @@ void Service::finish(Job& job, GenerationEvent& event, FinishReason reason, Stat
   event.usage.completion_tokens = job.generated.size();
   event.timings.queued_ms = job.queued_ms;
   event.timings.total_ms = ms_between(job.submitted, now);
+  event.timings.draft_tokens = job.draft_tokens;
+  event.timings.draft_tokens_accepted = job.draft_tokens_accepted;
   if (!job.generated.empty()) {
     event.timings.time_to_first_token_ms = ms_between(job.submitted, job.first_token);
     const double decode_s = ms_between(job.first_token, job.last_token) / 1000.0;

@@ -64,6 +64,14 @@ struct ServiceConfig {
   // every token. Off only to compare.
   bool fast_forward = true;
   static constexpr size_t kMaxForcedPerStep = 64;
+  // Speculative decoding by prompt lookup (docs/speculative.md): each decoding request's step
+  // also runs up to draft_max tokens that followed its last tokens earlier in its prompt or
+  // output, and takes those its sampler accepts (the same output, fewer steps where the text
+  // repeats). 0: off. The rows count toward max_step_tokens.
+  size_t draft_max = 0;
+  // ... only in steps that decode at most this many sequences: a wider step is compute-bound
+  // already on a few cores, where drafted rows cost about what a step does (docs/speculative.md).
+  size_t draft_max_batch = 2;
   // The clock deadlines are checked against (tests pass a fake one). Timings use steady_clock.
   std::function<Clock::time_point()> clock;
   // Shared by the services of one server's models, so that their steps take the cores in turn
@@ -134,8 +142,16 @@ class Service {
   void make_room(size_t pages_needed);
   void sample_and_emit(Job& job, std::span<const float> logits);
   // Adds a chosen token to the job's output and `event`; false when that finished the job.
-  bool emit_token(Job& job, int32_t token, std::optional<Logprobs> logprobs,
-                  GenerationEvent& event);
+  // `in_kv`: an accepted draft, whose KV the step computed (otherwise the token is pending: fed
+  // in the next step).
+  bool emit_token(Job& job, int32_t token, std::optional<Logprobs> logprobs, GenerationEvent& event,
+                  bool in_kv = false);
+  // Prompt lookup's drafts for a job about to decode into job.drafts, within the step's rows
+  // (step_tokens already taken), the context and max_tokens; false when there are none.
+  bool propose_drafts(Job& job, size_t step_tokens);
+  // Chooses tokens from a speculative step's rows (the step's input `input`) while they agree
+  // with the drafts, emits them and drops the rejected drafts from the KV.
+  void verify_and_emit(Job& job, size_t input);
   // The token the job's mask (job.mask) allows alone, unless that is an end of generation.
   std::optional<int32_t> only_allowed_token(const Job& job) const;
   std::span<const float> constrain_logits(Job& job, std::span<const float> logits);

@@ -263,6 +263,81 @@ TEST_F(ServiceTest, ConstrainedRequestsFollowTheirGrammarAndBatchLikeOthers) {
   }
 }
 
+// Speculative decoding by prompt lookup changes speed, not output: concurrent greedy requests
+// (prompts that repeat themselves, some constrained by a schema, one asking for logprobs, one
+// opting out) give the tokens, text and logprobs each gives alone without drafts, in fewer steps;
+// the drafts verified and taken are counted per request and in /metrics, none for the opt-out.
+TEST_F(ServiceTest, PromptLookupChangesNoOutputInFewerSteps) {
+  std::shared_ptr<const constrain::Grammar> shared;
+  const auto masker = schema_masker(R"({"type": "array", "items": {"enum": ["ab", "cd"]},
+      "maxItems": 12})",
+                                    shared);
+  ASSERT_TRUE(masker);
+  constexpr size_t kN = 6;
+  std::vector<GenerationRequest> requests;
+  std::vector<Collected> expected;
+  uint64_t plain_steps = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    std::vector<int32_t> p = prompt(i);
+    const std::vector<int32_t> once = p;
+    p.insert(p.end(), once.begin(), once.end());  // text that repeats: lookup finds drafts
+    GenerationRequest r = greedy(p, 40);
+    if (i == 2) r.constraint = masker;
+    if (i == 3) {
+      r.logprobs = true;
+      r.top_logprobs = 2;
+    }
+    if (i == 4) r.speculative = false;
+    requests.push_back(r);
+    auto plain = make(1);
+    expected.push_back(collect(*submit(*plain, r)));
+    plain_steps += plain->stats().steps;
+  }
+  ServiceConfig config = small_service_config(kN);
+  config.draft_max = 6;
+  config.draft_max_batch = kN;  // every step speculates, however many requests decode
+  auto service = std::make_unique<Service>(*model_, *tokenizer_, config);
+  const std::vector<Collected> got = submit_all(*service, requests);
+  size_t drafted = 0, accepted = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(got[i].tokens, expected[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].text, expected[i].text) << "request " << i;
+    EXPECT_EQ(got[i].final_event.finish_reason, expected[i].final_event.finish_reason) << i;
+    const Timings& t = got[i].final_event.timings;
+    EXPECT_LE(t.draft_tokens_accepted, t.draft_tokens);
+    drafted += t.draft_tokens;
+    accepted += t.draft_tokens_accepted;
+    if (i == 4) {
+      EXPECT_EQ(t.draft_tokens, 0u) << "the request opted out";
+    }
+  }
+  for (size_t e = 0; e < got[3].events.size(); ++e) {
+    for (size_t k = 0; k < got[3].events[e].tokens.size(); ++k) {
+      ASSERT_TRUE(got[3].events[e].tokens[k].logprobs.has_value());
+    }
+  }
+  const auto logprobs_of = [](const Collected& c) {
+    std::vector<float> v;
+    for (const GenerationEvent& e : c.events) {
+      for (const GeneratedToken& t : e.tokens) v.push_back(t.logprobs->chosen.logprob);
+    }
+    return v;
+  };
+  EXPECT_EQ(logprobs_of(got[3]), logprobs_of(expected[3]));
+  EXPECT_TRUE(constrain::grammar_accepts(shared, got[2].text)) << got[2].text;
+  EXPECT_GT(accepted, 0u);
+  // Alone, each request took a step per token; together and with drafts the steps are fewer
+  // than one request's tokens would need.
+  EXPECT_LT(service->stats().steps, plain_steps);
+  const std::string metrics = service->render_prometheus();
+  EXPECT_NE(metrics.find("synapse_speculative_draft_tokens_total " + std::to_string(drafted)),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(
+      metrics.find("synapse_speculative_draft_tokens_accepted_total " + std::to_string(accepted)),
+      std::string::npos);
+}
+
 // Keys of an object in definition order are forced: fast-forward emits them without sampling
 // and feeds them in one step. The output must be the one sampling each token gives (greedy,
 // batched with others or alone), in fewer steps.
