@@ -589,17 +589,47 @@ std::span<const float> Service::constrain_logits(Job& job, std::span<const float
   return job.masked_logits;
 }
 
+std::span<const float> Service::choice_row(Job& job, std::span<const float> logits,
+                                           GenerationEvent& event) {
+  const std::span<const float> row =
+      job.request.constraint ? constrain_logits(job, logits) : logits;
+  if (!row.empty()) return row;
+  if (job.matcher->accepts_end()) {
+    finish(job, event, FinishReason::kStop);
+  } else {
+    finish(job, event, FinishReason::kError,
+           Status(ErrorCode::kInternal, "the grammar allows no token after this text"));
+  }
+  return {};
+}
+
+bool Service::take_choice(Job& job, std::span<const float> logits, int32_t token,
+                          GenerationEvent& event, std::optional<Logprobs>& logprobs) {
+  if (job.matcher && !job.request.constraint->consume_token(*job.matcher, token)) {
+    const std::vector<int32_t>& eog = job.request.eog_tokens;
+    if (std::find(eog.begin(), eog.end(), token) == eog.end()) {
+      finish(job, event, FinishReason::kError,
+             Status(ErrorCode::kInternal, "the sampler drew a token the grammar refuses"));
+      return false;
+    }
+  }
+  if (job.request.logprobs) {
+    Result<Logprobs> lp = compute_logprobs(logits, token, job.request.top_logprobs);
+    if (!lp.ok()) {
+      finish(job, event, FinishReason::kError, lp.status());
+      return false;
+    }
+    logprobs = *lp;
+  }
+  return true;
+}
+
 void Service::sample_and_emit(Job& job, std::span<const float> logits) {
   LoopState& s = *state_;
   GenerationEvent event;
   event.step = s.step;
-  const std::span<const float> row =
-      job.request.constraint ? constrain_logits(job, logits) : logits;
-  if (row.empty()) {
-    if (job.matcher->accepts_end()) return finish(job, event, FinishReason::kStop);
-    return finish(job, event, FinishReason::kError,
-                  Status(ErrorCode::kInternal, "the grammar allows no token after this text"));
-  }
+  const std::span<const float> row = choice_row(job, logits, event);
+  if (row.empty()) return;
   // Fast-forward: a token the grammar forces is taken without sampling. The mask that says so
   // was computed during this step's forward pass; only after a forced token are the next masks
   // computed here, each in place of a forward pass.
@@ -613,19 +643,8 @@ void Service::sample_and_emit(Job& job, std::span<const float> logits) {
     if (!sampled.ok()) return finish(job, event, FinishReason::kError, sampled.status());
     token = *sampled;
   }
-  if (job.matcher && !job.request.constraint->consume_token(*job.matcher, token)) {
-    const std::vector<int32_t>& eog = job.request.eog_tokens;
-    if (std::find(eog.begin(), eog.end(), token) == eog.end()) {
-      return finish(job, event, FinishReason::kError,
-                    Status(ErrorCode::kInternal, "the sampler drew a token the grammar refuses"));
-    }
-  }
   std::optional<Logprobs> logprobs;
-  if (job.request.logprobs) {
-    Result<Logprobs> lp = compute_logprobs(logits, token, job.request.top_logprobs);
-    if (!lp.ok()) return finish(job, event, FinishReason::kError, lp.status());
-    logprobs = *lp;
-  }
+  if (!take_choice(job, logits, token, event, logprobs)) return;
   if (!emit_token(job, token, logprobs, event)) return;
   // The tokens forced after a forced one follow at once; the next step feeds them all.
   for (size_t n = 1; forced && n < ServiceConfig::kMaxForcedPerStep; ++n) {
@@ -674,13 +693,8 @@ void Service::verify_and_emit(Job& job, size_t input) {
   const size_t n_drafts = job.drafts.size();
   for (size_t r = 0; r <= n_drafts; ++r) {
     const std::span<const float> logits = out.row(out.first_row[input] + r);
-    const std::span<const float> row =
-        job.request.constraint ? constrain_logits(job, logits) : logits;
-    if (row.empty()) {
-      if (job.matcher->accepts_end()) return finish(job, event, FinishReason::kStop);
-      return finish(job, event, FinishReason::kError,
-                    Status(ErrorCode::kInternal, "the grammar allows no token after this text"));
-    }
+    const std::span<const float> row = choice_row(job, logits, event);
+    if (row.empty()) return;
     Sampler::DraftVerdict verdict;
     if (r < n_drafts) {
       Result<Sampler::DraftVerdict> v = job.sampler.sample_against_draft(row, job.drafts[r]);
@@ -694,19 +708,8 @@ void Service::verify_and_emit(Job& job, size_t input) {
       if (!sampled.ok()) return finish(job, event, FinishReason::kError, sampled.status());
       verdict.token = *sampled;
     }
-    if (job.matcher && !job.request.constraint->consume_token(*job.matcher, verdict.token)) {
-      const std::vector<int32_t>& eog = job.request.eog_tokens;
-      if (std::find(eog.begin(), eog.end(), verdict.token) == eog.end()) {
-        return finish(job, event, FinishReason::kError,
-                      Status(ErrorCode::kInternal, "the sampler drew a token the grammar refuses"));
-      }
-    }
     std::optional<Logprobs> logprobs;
-    if (job.request.logprobs) {
-      Result<Logprobs> lp = compute_logprobs(logits, verdict.token, job.request.top_logprobs);
-      if (!lp.ok()) return finish(job, event, FinishReason::kError, lp.status());
-      logprobs = *lp;
-    }
+    if (!take_choice(job, logits, verdict.token, event, logprobs)) return;
     if (!emit_token(job, verdict.token, logprobs, event, verdict.accepted)) return;
     if (!verdict.accepted) break;
   }

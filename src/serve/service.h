@@ -141,6 +141,14 @@ class Service {
   bool run_step();
   void make_room(size_t pages_needed);
   void sample_and_emit(Job& job, std::span<const float> logits);
+  // The row a token is chosen from (masked for a constrained job); empty after finishing the
+  // job when its grammar allows nothing (a complete text stops, anything else is an error).
+  std::span<const float> choice_row(Job& job, std::span<const float> logits,
+                                    GenerationEvent& event);
+  // The chosen token into the job's grammar, and its log-probabilities over the raw `logits`
+  // when asked; false after finishing the job with an error.
+  bool take_choice(Job& job, std::span<const float> logits, int32_t token, GenerationEvent& event,
+                   std::optional<Logprobs>& logprobs);
   // Adds a chosen token to the job's output and `event`; false when that finished the job.
   // `in_kv`: an accepted draft, whose KV the step computed (otherwise the token is pending: fed
   // in the next step).
