@@ -121,6 +121,26 @@ TEST(Generate, SpeculativeDecodingKeepsTheAuthorsText) {
       EXPECT_EQ(timings["draft_acceptance_rate"], 1.0);
     }
   }
+  // A schema's mask applies to every verified row: the same valid JSON with and without drafts.
+  const std::string schema = dir.file("names.schema.json");
+  const std::string schema_text =
+      R"({"type": "array", "items": {"enum": ["Lily", "Tim", "Ben"]}, "minItems": 6,
+          "maxItems": 6})";
+  testing::write_file_bytes(schema, std::vector<uint8_t>(schema_text.begin(), schema_text.end()));
+  const std::string constrained = synapse_cli() + " generate -m " + q(model) +
+                                  " -p 'Lily and Tim' -n 64 -t 2 --temp 0 --json-schema " +
+                                  q(schema) + " --json";
+  const auto plain = run_command(constrained);
+  const auto drafted = run_command(constrained + " --lookup");
+  ASSERT_EQ(plain.exit_code, 0) << plain.stderr_text;
+  ASSERT_EQ(drafted.exit_code, 0) << drafted.stderr_text;
+  const Json plain_out = Json::parse(plain.stdout_text);
+  const Json drafted_out = Json::parse(drafted.stdout_text);
+  EXPECT_EQ(drafted_out["text"], plain_out["text"]);
+  EXPECT_EQ(drafted_out["tokens"], plain_out["tokens"]);
+  EXPECT_EQ(Json::parse(drafted_out["text"].get<std::string>()).size(), 6u);
+  EXPECT_GT(drafted_out["timings"]["draft_tokens_accepted"].get<int>(), 0) << drafted_out.dump();
+
   const auto other = run_command(synapse_cli() + " generate -m " + q(model) + " -n 4 --draft " +
                                  q(synth_llama(dir)));
   EXPECT_NE(other.exit_code, 0);
