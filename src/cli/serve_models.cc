@@ -13,14 +13,16 @@ namespace {
 // A loaded model and what it runs on, owned together; the Service stops first.
 struct ServeInstance : request::ModelInstance {
   LoadedModel loaded;
+  std::unique_ptr<DecoderModel> draft;  // speculative decoding's draft model (--draft)
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<serve::Service> service;
   ~ServeInstance() override { service.reset(); }
 };
 
+// `drafted`: the model --draft drafts for (the first -m model's name).
 Result<std::unique_ptr<request::ModelInstance>> load_instance(
     const ServeModelsOptions& o, const request::ModelSource& source,
-    const std::shared_ptr<serve::ComputeGate>& gate) {
+    const std::shared_ptr<serve::ComputeGate>& gate, const std::string& drafted) {
   RunOptions run = o.run;
   run.model = source.ref;
   auto instance = std::make_unique<ServeInstance>();
@@ -39,7 +41,11 @@ Result<std::unique_ptr<request::ModelInstance>> load_instance(
   config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};
   config.eog_tokens = end_of_generation_tokens(model);
   config.compute_gate = gate;
-  config.draft_max = o.lookup ? o.draft_max : 0;
+  config.draft_max = o.lookup || !o.draft.empty() ? o.draft_max : 0;
+  if (!o.draft.empty() && source.name == drafted) {
+    SYN_ASSIGN_OR_RETURN(instance->draft, load_draft_model(o.draft, run, instance->loaded));
+    config.draft_model = instance->draft.get();
+  }
   instance->service = std::make_unique<serve::Service>(model, *instance->tokenizer, config);
   instance->served.service = instance->service.get();
   const serve::Service& service = *instance->service;
@@ -50,6 +56,10 @@ Result<std::unique_ptr<request::ModelInstance>> load_instance(
   instance->bytes = std::filesystem::file_size(instance->loaded.resolved.path, ec);
   if (ec) instance->bytes = source.bytes;
   instance->bytes += service.kv_capacity_bytes();
+  if (instance->draft) {
+    const uintmax_t draft_bytes = std::filesystem::file_size(instance->draft->file().path(), ec);
+    if (!ec) instance->bytes += draft_bytes;
+  }
   return std::unique_ptr<request::ModelInstance>(std::move(instance));
 }
 
@@ -153,7 +163,12 @@ void add_serve_model_options(CLI::App* cmd, ServeModelsOptions& o) {
                 "Speculative decoding by prompt lookup: each step also verifies tokens that "
                 "followed the last ones earlier in the text (same output; a request opts out "
                 "with \"speculative\": false)");
-  cmd->add_option("--draft-max", o.draft_max, "With --lookup: most drafted tokens per step")
+  cmd->add_option("--draft", o.draft,
+                  "Speculative decoding for the first -m model with this smaller model of the "
+                  "same vocabulary (same output; a request opts out with \"speculative\": false)")
+      ->excludes("--lookup");
+  cmd->add_option("--draft-max", o.draft_max,
+                  "With --lookup or --draft: most drafted tokens per step")
       ->check(CLI::Range(size_t{1}, size_t{64}))
       ->capture_default_str();
   cmd->add_option("--keep-alive", o.keep_alive,
@@ -170,8 +185,16 @@ Status setup_served_models(const ServeModelsOptions& o, request::ModelDirectory&
   // One gate for every model this server loads: their steps take the cores in turn, by class
   // and fair share, instead of all at once.
   auto gate = std::make_shared<serve::ComputeGate>();
+  const std::string drafted =
+      o.models.empty() ? std::string() : (o.alias.empty() ? model_id(o.models.front()) : o.alias);
+  if (!o.draft.empty() && o.models.empty()) {
+    return Status(ErrorCode::kInvalidArgument, "--draft drafts for the first -m model; none given",
+                  ErrorWhere{.field = "--draft"});
+  }
   directory.set_loader(
-      [o, gate](const request::ModelSource& source) { return load_instance(o, source, gate); },
+      [o, gate, drafted](const request::ModelSource& source) {
+        return load_instance(o, source, gate, drafted);
+      },
       options);
   if (o.models.empty()) {
     SYN_ASSIGN_OR_RETURN(std::vector<request::ModelSource> sources, store_sources(o.run.store));

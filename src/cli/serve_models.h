@@ -28,8 +28,9 @@ struct ServeModelsOptions {
   uint64_t max_memory = 0;  // 0: three quarters of RAM
   size_t max_loaded = 0;
   std::string keep_alive = "5m";
-  bool lookup = false;   // speculative decoding by prompt lookup (docs/speculative.md)
-  size_t draft_max = 6;  // its drafted tokens per step
+  bool lookup = false;   // speculative decoding by prompt lookup (docs/speculative.md) ...
+  std::string draft;     // ... or with this draft model, for the first -m model
+  size_t draft_max = 6;  // drafted tokens per step
 };
 
 void add_serve_model_options(CLI::App* cmd, ServeModelsOptions& options);

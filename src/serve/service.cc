@@ -15,6 +15,7 @@
 #include "sample/sampler.h"
 #include "sample/stop_matcher.h"
 #include "serve/prefix_cache.h"
+#include "speculative/draft_model.h"
 #include "speculative/prompt_lookup.h"
 #include "tokenizer/detokenizer.h"
 
@@ -85,6 +86,8 @@ struct Service::Job {
   std::vector<int32_t> step_tokens;
   size_t draft_tokens = 0;  // drafts verified, and taken
   size_t draft_tokens_accepted = 0;
+  std::unique_ptr<Drafter>
+      draft_model;  // its own sequence on the draft model, if the service has one
   // Embedding requests, across prompt chunks: the mean so far (kMean), or the rows kept (the
   // last for kLast, the first for kCls, every one for kNone).
   std::optional<MeanPoolAccumulator> mean;
@@ -354,7 +357,12 @@ void Service::start_job(Job& job) {
       hit = true;
     }
   }
-  if (config_.draft_max > 0 && job.request.speculative) job.context = prompt;
+  if (config_.draft_max > 0 && job.request.speculative) {
+    job.context = prompt;
+    if (config_.draft_model != nullptr) {
+      job.draft_model = std::make_unique<DraftModelDrafter>(*config_.draft_model);
+    }
+  }
   if (hit) {
     job.prompt_done = job.cached = reuse;
     prefix_hits_.fetch_add(1);
@@ -677,7 +685,8 @@ bool Service::propose_drafts(Job& job, size_t step_tokens) {
   }
   const size_t room = std::min({config_.draft_max, config_.max_step_tokens - step_tokens,
                                 limits_.n_ctx - kv, max_tokens - generated - 1});
-  if (Status s = state_->lookup.propose(job.context, room, job.drafts); !s.ok()) return false;
+  Drafter& drafter = job.draft_model ? *job.draft_model : state_->lookup;
+  if (Status s = drafter.propose(job.context, room, job.drafts); !s.ok()) return false;
   return !job.drafts.empty();
 }
 

@@ -64,11 +64,15 @@ struct ServiceConfig {
   // every token. Off only to compare.
   bool fast_forward = true;
   static constexpr size_t kMaxForcedPerStep = 64;
-  // Speculative decoding by prompt lookup (docs/speculative.md): each decoding request's step
-  // also runs up to draft_max tokens that followed its last tokens earlier in its prompt or
-  // output, and takes those its sampler accepts (the same output, fewer steps where the text
-  // repeats). 0: off. The rows count toward max_step_tokens.
+  // Speculative decoding (docs/speculative.md): each decoding request's step also runs up to
+  // draft_max drafted tokens -- by prompt lookup, the tokens that followed its last tokens
+  // earlier in its prompt or output -- and takes those its sampler accepts (the same output,
+  // fewer steps where the drafts are right). 0: off. The rows count toward max_step_tokens.
   size_t draft_max = 0;
+  // Set: the drafts come from this smaller model of the same vocabulary instead of prompt
+  // lookup, each speculating request decoding greedily ahead on a sequence of its own (on the
+  // loop thread, in the step it drafts for). Not owned; it outlives the service.
+  DecoderModel* draft_model = nullptr;
   // ... only in steps that decode at most this many sequences: a wider step is compute-bound
   // already on a few cores, where drafted rows cost about what a step does (docs/speculative.md).
   size_t draft_max_batch = 2;

@@ -338,6 +338,53 @@ TEST_F(ServiceTest, PromptLookupChangesNoOutputInFewerSteps) {
       std::string::npos);
 }
 
+// A draft model changes no output either: with the model drafting for itself every draft is
+// taken; with a one-layer draft (the same synthetic weights, one block of two) some are not, and
+// the rejected ones leave no trace in the requests' KV or text.
+TEST_F(ServiceTest, DraftModelChangesNoOutput) {
+  SynthOptions o;
+  o.arch = "qwen2";
+  o.n_embd = 64;
+  o.n_ff = 128;
+  o.n_layer = 1;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.n_ctx = 512;
+  o.type_attention = TensorType::kQ8_0;
+  o.type_feed_forward = TensorType::kQ8_0;
+  testing::TempDir dir;
+  ASSERT_TRUE(synthesize_model(o, dir.file("draft.gguf")).ok());
+  auto one_layer = DecoderModel::open(dir.file("draft.gguf"), *backend_, serving_decoder_options());
+  ASSERT_TRUE(one_layer.ok()) << one_layer.status().to_string();
+  constexpr size_t kN = 4;
+  std::vector<GenerationRequest> requests;
+  std::vector<Collected> expected;
+  for (size_t i = 0; i < kN; ++i) {
+    requests.push_back(greedy(prompt(i), 24));
+    expected.push_back(alone(requests.back()));
+  }
+  for (DecoderModel* draft : {model_.get(), one_layer->get()}) {
+    SCOPED_TRACE(draft == model_.get() ? "self-drafting" : "one-layer draft");
+    ServiceConfig config = small_service_config(kN);
+    config.draft_max = 4;
+    config.draft_max_batch = kN;
+    config.draft_model = draft;
+    auto service = std::make_unique<Service>(*model_, *tokenizer_, config);
+    const std::vector<Collected> got = submit_all(*service, requests);
+    size_t drafted = 0, accepted = 0;
+    for (size_t i = 0; i < kN; ++i) {
+      EXPECT_EQ(got[i].tokens, expected[i].tokens) << "request " << i;
+      EXPECT_EQ(got[i].text, expected[i].text) << "request " << i;
+      drafted += got[i].final_event.timings.draft_tokens;
+      accepted += got[i].final_event.timings.draft_tokens_accepted;
+    }
+    EXPECT_GT(drafted, 0u);
+    if (draft == model_.get()) {
+      EXPECT_EQ(accepted, drafted);
+    }
+  }
+}
+
 // Keys of an object in definition order are forced: fast-forward emits them without sampling
 // and feeds them in one step. The output must be the one sampling each token gives (greedy,
 // batched with others or alone), in fewer steps.
