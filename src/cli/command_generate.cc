@@ -211,7 +211,8 @@ int run_generate(const GenerateOptions& o) {
       return false;
     }
     if (generated.size() >= static_cast<size_t>(o.n_predict)) return false;
-    if (session.n_tokens() >= model.n_ctx()) {
+    // The tokens before this one fill the context (the session may hold unverified drafts too).
+    if (context.size() - 1 >= model.n_ctx()) {
       stop_reason = "context";
       return false;
     }

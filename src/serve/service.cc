@@ -776,9 +776,11 @@ bool Service::emit_token(Job& job, int32_t token, std::optional<Logprobs> logpro
     finish(job, event, FinishReason::kStop);
     return false;
   }
-  // The token goes after what the KV holds and what is already chosen for it (a step's drafts
-  // not yet verified are not counted: they are dropped or become the request's tokens).
-  const bool full = job.prompt_done + job.fed + job.pending.size() >= limits_.n_ctx;
+  // The token goes after what the KV holds and what is already chosen for it (not the step's
+  // unverified drafts, nor this token when it is an accepted draft: plain decoding would feed it
+  // next step).
+  const size_t before = job.prompt_done + job.fed - (in_kv ? 1 : 0) + job.pending.size();
+  const bool full = before >= limits_.n_ctx;
   if (job.generated.size() >= static_cast<size_t>(job.request.max_tokens) || full) {
     s.piece.clear();
     job.detok.finish(s.piece);

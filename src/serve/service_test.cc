@@ -385,6 +385,32 @@ TEST_F(ServiceTest, DraftModelChangesNoOutput) {
   }
 }
 
+// At the end of the context a speculating request stops where plain decoding does: the same
+// tokens and finish reason, whether its last tokens were accepted drafts or not.
+TEST_F(ServiceTest, SpeculationStopsAtTheEndOfTheContextLikePlainDecoding) {
+  std::vector<int32_t> long_prompt;
+  while (long_prompt.size() + 20 < model_->n_ctx()) {
+    const std::vector<int32_t> p = prompt(long_prompt.size() % 5);
+    long_prompt.insert(long_prompt.end(), p.begin(), p.end());
+  }
+  long_prompt.resize(model_->n_ctx() - 20);
+  const GenerationRequest r = greedy(long_prompt, 64);
+  const Collected expected = alone(r);
+  ASSERT_EQ(expected.final_event.finish_reason, FinishReason::kLength);
+  ASSERT_LT(expected.tokens.size(), 64u) << "the context, not max_tokens, ends it";
+  for (DecoderModel* draft : {static_cast<DecoderModel*>(nullptr), model_.get()}) {
+    SCOPED_TRACE(draft ? "self-drafting" : "prompt lookup");
+    ServiceConfig config = small_service_config(1);
+    config.draft_max = 6;
+    config.draft_model = draft;
+    auto service = std::make_unique<Service>(*model_, *tokenizer_, config);
+    const Collected got = collect(*submit(*service, r));
+    EXPECT_EQ(got.tokens, expected.tokens);
+    EXPECT_EQ(got.final_event.finish_reason, expected.final_event.finish_reason);
+    EXPECT_GT(got.final_event.timings.draft_tokens_accepted, 0u);
+  }
+}
+
 // Keys of an object in definition order are forced: fast-forward emits them without sampling
 // and feeds them in one step. The output must be the one sampling each token gives (greedy,
 // batched with others or alone), in fewer steps.

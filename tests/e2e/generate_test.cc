@@ -121,6 +121,21 @@ TEST(Generate, SpeculativeDecodingKeepsTheAuthorsText) {
       EXPECT_EQ(timings["draft_acceptance_rate"], 1.0);
     }
   }
+  // At the end of a short context: the same tokens and stop reason as plain decoding.
+  const std::string short_ctx =
+      synapse_cli() + " generate -m " + q(model) + " --ctx 48 -n 100 -t 2 --temp 0 --json";
+  const auto plain_end = run_command(short_ctx);
+  ASSERT_EQ(plain_end.exit_code, 0) << plain_end.stderr_text;
+  const Json plain_end_out = Json::parse(plain_end.stdout_text);
+  EXPECT_EQ(plain_end_out["stop_reason"], "context");
+  for (const std::string& mode : {std::string("--lookup"), "--draft " + q(model)}) {
+    const auto r = run_command(short_ctx + " " + mode);
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    const Json out = Json::parse(r.stdout_text);
+    EXPECT_EQ(out["tokens"], plain_end_out["tokens"]) << mode;
+    EXPECT_EQ(out["stop_reason"], "context") << mode;
+  }
+
   // A schema's mask applies to every verified row: the same valid JSON with and without drafts.
   const std::string schema = dir.file("names.schema.json");
   const std::string schema_text =
