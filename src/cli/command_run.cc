@@ -198,6 +198,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
   add_load_options(cmd, options->serve.run);
   cmd->add_option("--chat-template", options->serve.chat_template,
                   "In-process: a built-in chat template instead of the model's");
+  auto* lookup = cmd->add_flag("--lookup", options->serve.lookup,
+                               "In-process: speculative decoding by prompt lookup (same answers)");
+  cmd->add_option("--draft", options->serve.draft,
+                  "In-process: speculative decoding with this smaller model of the same "
+                  "vocabulary (same answers)")
+      ->excludes(lookup);
+  cmd->add_option("--draft-max", options->serve.draft_max,
+                  "In-process, with --lookup or --draft: most drafted tokens per step")
+      ->check(CLI::Range(size_t{1}, size_t{64}))
+      ->capture_default_str();
   cmd->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

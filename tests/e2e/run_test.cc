@@ -350,6 +350,11 @@ TEST_F(RunTest, PipedInputAndAPromptAnswerOnceTheSameEverywhere) {
   ASSERT_EQ(asked.exit_code, 0) << asked.stderr_text;
   // The same greedy answer from the server as in-process: one request path.
   EXPECT_EQ(asked.stdout_text, piped.stdout_text);
+  // ... and in-process with speculative decoding.
+  const auto drafted = run_command("printf 'hello there' | " + synapse_cli() +
+                                   " run --local --threads 1 --lookup " + quote(*model_) + params);
+  ASSERT_EQ(drafted.exit_code, 0) << drafted.stderr_text;
+  EXPECT_EQ(drafted.stdout_text, piped.stdout_text);
   // --host names a server that must serve the model.
   const auto missing =
       run_command(synapse_cli() + " run --host " + server->url() + " other 'hi' </dev/null");
