@@ -53,6 +53,10 @@ class ServiceTest : public ::testing::Test {
   static void make_model(const char* arch, TensorType kv_type = TensorType::kF32) {
     dir_ = new testing::TempDir();
     kv_type_ = kv_type;
+    path_ = new std::string(dir_->file("serve.gguf"));
+    ASSERT_TRUE(synthesize_model(model_options(arch, kv_type), *path_).ok());
+  }
+  static SynthOptions model_options(const char* arch, TensorType kv_type) {
     const bool block_cache = kv_type == TensorType::kQ8_0 || kv_type == TensorType::kQ4_0;
     SynthOptions o;
     o.arch = arch;
@@ -64,8 +68,7 @@ class ServiceTest : public ::testing::Test {
     o.n_ctx = 512;
     o.type_attention = TensorType::kQ8_0;
     o.type_feed_forward = TensorType::kQ8_0;
-    path_ = new std::string(dir_->file("serve.gguf"));
-    ASSERT_TRUE(synthesize_model(o, *path_).ok());
+    return o;
   }
   static void TearDownTestSuite() {
     delete path_;
@@ -342,16 +345,8 @@ TEST_F(ServiceTest, PromptLookupChangesNoOutputInFewerSteps) {
 // taken; with a one-layer draft (the same synthetic weights, one block of two) some are not, and
 // the rejected ones leave no trace in the requests' KV or text.
 TEST_F(ServiceTest, DraftModelChangesNoOutput) {
-  SynthOptions o;
-  o.arch = "qwen2";
-  o.n_embd = 64;
-  o.n_ff = 128;
+  SynthOptions o = model_options("qwen2", kv_type_);
   o.n_layer = 1;
-  o.n_head = 4;
-  o.n_head_kv = 2;
-  o.n_ctx = 512;
-  o.type_attention = TensorType::kQ8_0;
-  o.type_feed_forward = TensorType::kQ8_0;
   testing::TempDir dir;
   ASSERT_TRUE(synthesize_model(o, dir.file("draft.gguf")).ok());
   auto one_layer = DecoderModel::open(dir.file("draft.gguf"), *backend_, serving_decoder_options());
