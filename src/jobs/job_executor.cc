@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace synapse::jobs {
@@ -13,6 +14,18 @@ std::optional<ExecutorResult> ending(const Status& status) {
   if (status.code() == ErrorCode::kLeaseLost) return ExecutorResult::kLeaseLost;
   if (status.code() == ErrorCode::kJobCancelled) return ExecutorResult::kCancelled;
   return std::nullopt;
+}
+
+// For a call that had nothing of this executor's in flight (next_items, complete): on a shared
+// job, lease_lost because another executor completed the job first is the end of the job, not a
+// lost lease.
+std::optional<ExecutorResult> ending_between_pages(JobStore& store, const Lease& lease,
+                                                   const Status& status) {
+  if (status.code() == ErrorCode::kLeaseLost) {
+    Result<JobInfo> job = store.get_job(lease.job_id);
+    if (job.ok() && job->state == JobState::kCompleted) return ExecutorResult::kShared;
+  }
+  return ending(status);
 }
 
 }  // namespace
@@ -44,13 +57,22 @@ Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
     }
     Result<NextItems> next = store.next_items(*lease, options.items_per_commit);
     if (!next.ok()) {
-      if (auto end = ending(next.status())) return *end;
+      if (auto end = ending_between_pages(store, *lease, next.status())) return *end;
       return std::move(next).take_status();
+    }
+    if (next->items.empty() && next->held_by_others > 0) {
+      // Other executors hold what is left: they finish the job. Runnable at once if this turns
+      // out to be the last lease (the next executor releases it until its retries are due).
+      const Status status = store.release(*lease, 0);
+      if (status.code() == ErrorCode::kLeaseLost) return ExecutorResult::kShared;
+      if (auto end = ending(status)) return *end;
+      SYN_RETURN_IF_ERROR(status);
+      return ExecutorResult::kShared;
     }
     if (next->items.empty()) {
       const Status status = next->next_retry_ms ? store.release(*lease, *next->next_retry_ms)
                                                 : store.complete(*lease);
-      if (auto end = ending(status)) return *end;
+      if (auto end = ending_between_pages(store, *lease, status)) return *end;
       SYN_RETURN_IF_ERROR(status);
       return next->next_retry_ms ? ExecutorResult::kReleased : ExecutorResult::kCompleted;
     }
@@ -65,10 +87,13 @@ Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
       if (now - checked_at >= std::chrono::milliseconds(options.check_after_ms)) {
         checked_at = now;
         Result<JobInfo> job = store.get_job(lease->job_id);
+        // Not the epoch: on a shared job (PostgreSQL) it moves whenever another executor joins.
+        // A lost lease shows at the next renew.
         if (job.ok() && job->state == JobState::kCancelled) {
           stopped = Status(ErrorCode::kJobCancelled, "job " + lease->job_id + " was cancelled");
-        } else if (job.ok() && job->lease_epoch != lease->epoch) {
-          stopped = Status(ErrorCode::kLeaseLost, "job " + lease->job_id + " was taken over");
+        } else if (job.ok() && job->state != JobState::kRunning) {
+          stopped = Status(ErrorCode::kLeaseLost, "job " + lease->job_id + " is " +
+                                                      std::string(job_state_name(job->state)));
         }
       }
       if (stopped.ok() && now - renewed_at >= std::chrono::milliseconds(options.renew_after_ms)) {
@@ -91,6 +116,7 @@ Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
       if (auto end = ending(committed.status())) return *end;
       return std::move(committed).take_status();
     }
+    if (options.on_commit) options.on_commit(*committed);
     Result<int64_t> renewed = store.renew(*lease, options.lease_duration_ms);
     if (!renewed.ok()) {
       if (auto end = ending(renewed.status())) return *end;

@@ -42,6 +42,8 @@ struct ExecutorOptions {
   // Asked before each page and by keep_going(): when it says true (the server is stopping) the
   // executor gives the job back to the queue, runnable at once, and returns kReleased.
   std::function<bool()> should_stop;
+  // Called after each page commit that succeeded (the server counts it in /metrics); may be empty.
+  std::function<void(const CommitResult&)> on_commit;
 };
 
 enum class ExecutorResult : uint8_t {
@@ -51,10 +53,15 @@ enum class ExecutorResult : uint8_t {
                // should_stop() said so
   kLeaseLost,  // another executor took the job over, or it expired
   kCancelled,  // the job was cancelled while it ran
+  kShared,     // the job is left to its other executors (PostgreSQL, where several share a
+               // job): they hold the items left, or one of them completed it first
 };
 
 // Leases the next runnable job and runs it until it completes or cannot go on. Storage errors are
 // returned; the lease then runs out and another executor resumes from the first uncommitted item.
+// While a page runs, keep_going() stops on a cancel or when the job left `running` (read every
+// check_after_ms), and on a lost lease when it renews (every renew_after_ms): a takeover only
+// happens to a lease that ran out, so an executor that stalled that long learns it then.
 // `leased`, when given, receives the lease of the job it worked on (for logs).
 Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
                                    const ExecutorOptions& options, Lease* leased = nullptr);

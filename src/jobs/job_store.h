@@ -9,7 +9,9 @@
 // Protocol (docs/jobs.md): acquire() leases a runnable job and bumps its epoch; next_items() hands
 // out the first items without a final result; commit_page() writes their outcomes as result pages
 // together with the items' states and the job's progress, refused with `lease_lost` once the
-// epoch is stale and `job_cancelled` after a cancel; complete() finishes the job.
+// lease is stale and `job_cancelled` after a cancel; complete() finishes the job. SQLite runs a
+// job on one executor at a time; PostgreSQL lets several executors hold one big job at once, each
+// lease a claim of its own with disjoint items (docs/jobs-postgres.md), behind the same calls.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +39,15 @@ class JobStore {
 
   // --- Execution (the scheduler) ---
   // Leases the next runnable job: queued (and past its not-before time), or running with an
-  // expired lease (its executor died). Bumps the epoch. nullopt when nothing is runnable.
+  // expired lease (its executor died); on PostgreSQL also a running job with enough items no
+  // lease holds (PostgresJobStoreOptions::min_items_to_share), joined beside its executors.
+  // Bumps the epoch. nullopt when nothing is runnable.
   virtual Result<std::optional<Lease>> acquire(std::string_view owner,
                                                int64_t lease_duration_ms) = 0;
-  // Up to `max_items` of the first items without a final result whose back-off has passed, in
-  // index order; records each hand-out (items.executed_count) before returning.
+  // Up to `max_items` of the first items without a final result whose back-off has passed (and,
+  // on PostgreSQL, that no other live lease of the job holds), in index order; records each
+  // hand-out (items.executed_count) before returning. Empty with `held_by_others` > 0 when the
+  // rest is held by the job's other executors: this one releases and leaves it to them.
   virtual Result<NextItems> next_items(const Lease& lease, int64_t max_items) = 0;
   // Records outcomes in one transaction: final ones (responses, permanent errors, transient
   // errors past the attempt limit) become result pages of at most the store's page size; other
@@ -51,9 +57,11 @@ class JobStore {
   // Extends the lease to now + lease_duration_ms; returns the new deadline.
   virtual Result<int64_t> renew(Lease& lease, int64_t lease_duration_ms) = 0;
   // Gives the job back to the queue (e.g. every remaining item waits for a retry, or the scheduler
-  // preempts it); it becomes runnable again at `not_before_ms`.
+  // preempts it); it becomes runnable again at `not_before_ms`. While other executors hold the
+  // job (PostgreSQL) only this lease ends: its items are theirs to take, the job stays running.
   virtual Status release(const Lease& lease, int64_t not_before_ms) = 0;
-  // Finishes a job whose items all have final results (`job_not_finished` otherwise).
+  // Finishes a job whose items all have final results (`job_not_finished` otherwise); ends every
+  // lease of the job (the others' next calls: `lease_lost`).
   virtual Status complete(const Lease& lease) = 0;
   // Ends the job as failed (e.g. its model cannot be loaded); committed pages stay readable.
   virtual Status fail(const Lease& lease, ErrorCode code, std::string_view message) = 0;

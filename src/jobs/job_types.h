@@ -106,7 +106,9 @@ struct SubmitResult {
   bool created = false;  // false: an earlier job with the same key or digest was returned
 };
 
-// The right to work on a job, valid while `epoch` is the job's current epoch.
+// The right to work on a job. On SQLite it is valid while `epoch` is the job's current epoch (one
+// executor per job); on PostgreSQL each executor of a job holds its own claim, valid while the
+// claim stands (several executors per job, each with its own epoch; postgres_job_store.h).
 struct Lease {
   std::string job_id;
   std::string owner;
@@ -130,6 +132,10 @@ struct NextItems {
   std::vector<WorkItem> items;
   // When `items` is empty but items remain (waiting out a retry back-off): when the first is due.
   std::optional<int64_t> next_retry_ms;
+  // When `items` is empty: pending items that other executors of the job hold now (PostgreSQL,
+  // where several executors share a job; always 0 on SQLite). They finish the job, so this
+  // executor gives its share back instead of completing.
+  int64_t held_by_others = 0;
 };
 
 // What an executor reports for one item: a response object, or an error classified by its code.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// PostgresJobStore: connecting, migrations, submission and the start of the execution protocol
-// (acquire, next_items). Commits and the rest of the lease protocol are in
+// PostgresJobStore: connecting, migrations and submission. Claims (acquire, next_items, renew,
+// release, reclaim) are in postgres_job_store_claims.cc; commits, complete, fail and cancel in
 // postgres_job_store_lease.cc; reading, listing, retention and files in postgres_job_store_read.cc.
 #include "jobs/postgres_job_store.h"
 
@@ -117,6 +117,29 @@ CREATE TABLE openai_batches(
 );
 )sql";
 
+// Version 2: several executors per job. A claim is one executor's lease on a job: its epoch (from
+// the job's lease_epoch counter, bumped by each acquire), owner, node and deadline, and the range
+// next_items last handed it; items.claim_epoch names the claim an item was handed to. A running
+// job's v1 lease becomes a claim, so its executor keeps it. jobs.lease_deadline_ms is no longer
+// written (a job's deadline is its claims' latest).
+constexpr std::string_view kSchemaV2 = R"sql(
+CREATE TABLE job_claims(
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  epoch BIGINT NOT NULL,
+  owner TEXT NOT NULL,
+  node TEXT,
+  deadline_ms BIGINT NOT NULL,
+  first_idx BIGINT,
+  last_idx BIGINT,
+  PRIMARY KEY(job_id, epoch)
+);
+ALTER TABLE items ADD COLUMN claim_epoch BIGINT;
+INSERT INTO job_claims(job_id, epoch, owner, node, deadline_ms)
+  SELECT id, lease_epoch, lease_owner, lease_node, lease_deadline_ms FROM jobs
+  WHERE state = 'running' AND lease_owner IS NOT NULL AND lease_deadline_ms IS NOT NULL;
+UPDATE jobs SET lease_deadline_ms = NULL;
+)sql";
+
 // Items are inserted this many per statement: one round trip per chunk, statements of bounded
 // size.
 constexpr size_t kInsertChunk = 1000;
@@ -228,6 +251,10 @@ Status PostgresJobStore::migrate() {
   if (version < 1) {
     SYN_RETURN_IF_ERROR(db_.exec(kSchemaV1));
     SYN_RETURN_IF_ERROR(db_.exec("INSERT INTO schema_version(version) VALUES (1)"));
+  }
+  if (version < 2) {
+    SYN_RETURN_IF_ERROR(db_.exec(kSchemaV2));
+    SYN_RETURN_IF_ERROR(db_.exec("INSERT INTO schema_version(version) VALUES (2)"));
   }
   return txn.commit();
 }
@@ -397,100 +424,6 @@ Result<SubmitResult> PostgresJobStore::submit(const Submission& submission,
   SYN_ASSIGN_OR_RETURN(JobInfo job, load_job(id));
   SYN_RETURN_IF_ERROR(txn.commit());
   return SubmitResult{.job = std::move(job), .created = true};
-}
-
-Result<std::optional<Lease>> PostgresJobStore::acquire(std::string_view owner,
-                                                       int64_t lease_duration_ms) {
-  if (lease_duration_ms <= 0) {
-    return Status(ErrorCode::kInvalidArgument, "a lease lasts a positive time");
-  }
-  const std::lock_guard lock(mutex_);
-  SYN_RETURN_IF_ERROR(ready());
-  const int64_t now = now_ms();
-  SYN_ASSIGN_OR_RETURN(PgTransaction txn, PgTransaction::begin(db_));
-  // Batch before background, oldest first. SKIP LOCKED: a job another node is claiming or
-  // committing to right now is passed over, never waited for.
-  SYN_ASSIGN_OR_RETURN(
-      PgResult found, db_.query("SELECT id, class, state, lease_owner FROM jobs "
-                                "WHERE ((state = 'queued' AND not_before_ms <= $1) OR "
-                                "       (state = 'running' AND lease_deadline_ms <= $1)) "
-                                "  AND execution_deadline_ms > $1 "
-                                "ORDER BY class = 'background', seq LIMIT 1 FOR UPDATE SKIP LOCKED",
-                                PgParams().add(now)));
-  if (found.rows() == 0) return std::optional<Lease>();
-  Lease lease{.job_id = found.text(0, 0),
-              .owner = std::string(owner),
-              .deadline_ms = now + lease_duration_ms,
-              .job_class = job_class_from_name(found.text(0, 1)).value_or(JobClass::kBatch)};
-  const bool takeover = found.text(0, 2) == "running";
-  const std::string previous_owner = found.text(0, 3);
-  SYN_ASSIGN_OR_RETURN(
-      PgResult updated,
-      db_.query("UPDATE jobs SET state = 'running', lease_owner = $1, lease_node = $2, "
-                "lease_epoch = lease_epoch + 1, lease_deadline_ms = $3, attempts = attempts + 1, "
-                "updated_ms = $4 WHERE id = $5 RETURNING lease_epoch",
-                PgParams()
-                    .add(pg_text(owner))
-                    .add(node_id_)
-                    .add(lease.deadline_ms)
-                    .add(now)
-                    .add(lease.job_id)));
-  if (updated.rows() == 0) return Status(ErrorCode::kInternal, "leased job vanished");
-  lease.epoch = updated.integer(0, 0);
-  std::string detail =
-      "owner " + lease.owner + ", node " + node_id_ + ", epoch " + std::to_string(lease.epoch);
-  if (takeover) detail += ", taken over from expired lease of " + previous_owner;
-  SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, "leased", detail));
-  SYN_RETURN_IF_ERROR(txn.commit());
-  return std::optional<Lease>(std::move(lease));
-}
-
-Status PostgresJobStore::lock_lease(const Lease& lease) {
-  // FOR UPDATE: a takeover or a cancel waits until this transaction ends, so the epoch checked
-  // here is the epoch at commit.
-  SYN_ASSIGN_OR_RETURN(PgResult job,
-                       db_.query("SELECT state, lease_epoch FROM jobs WHERE id = $1 FOR UPDATE",
-                                 PgParams().add(lease.job_id)));
-  if (job.rows() == 0) return job_not_found(lease.job_id);
-  return check_lease_state(lease, job.text(0, 0), job.integer(0, 1));
-}
-
-Result<NextItems> PostgresJobStore::next_items(const Lease& lease, int64_t max_items) {
-  const std::lock_guard lock(mutex_);
-  SYN_RETURN_IF_ERROR(ready());
-  const int64_t now = now_ms();
-  SYN_ASSIGN_OR_RETURN(PgTransaction txn, PgTransaction::begin(db_));
-  SYN_RETURN_IF_ERROR(lock_lease(lease));
-  // Counts each hand-out before the executor runs anything (a crash after this point shows up as
-  // an execution without a result) and returns the items, in one statement.
-  SYN_ASSIGN_OR_RETURN(
-      PgResult rows,
-      db_.query("UPDATE items SET executed_count = executed_count + 1 "
-                "WHERE job_id = $1 AND idx IN (SELECT idx FROM items WHERE job_id = $1 AND "
-                "state = 'pending' AND not_before_ms <= $2 ORDER BY idx LIMIT $3) "
-                "RETURNING idx, custom_id, url, body, attempts, executed_count - 1",
-                PgParams().add(lease.job_id).add(now).add(std::max<int64_t>(max_items, 0))));
-  NextItems next;
-  for (int row = 0; row < rows.rows(); ++row) {
-    next.items.push_back(WorkItem{.index = rows.integer(row, 0),
-                                  .custom_id = rows.text(row, 1),
-                                  .url = rows.text(row, 2),
-                                  .body = rows.text(row, 3),
-                                  .attempts = rows.integer(row, 4),
-                                  .executed_before = rows.integer(row, 5)});
-  }
-  // RETURNING gives no order: index order is part of the contract.
-  std::sort(next.items.begin(), next.items.end(),
-            [](const WorkItem& a, const WorkItem& b) { return a.index < b.index; });
-  if (next.items.empty()) {
-    SYN_ASSIGN_OR_RETURN(PgResult earliest, db_.query("SELECT MIN(not_before_ms) FROM items "
-                                                      "WHERE job_id = $1 AND state = 'pending'",
-                                                      PgParams().add(lease.job_id)));
-    next.next_retry_ms = earliest.optional_integer(0, 0);
-    return next;  // nothing written: the transaction rolls back
-  }
-  SYN_RETURN_IF_ERROR(txn.commit());
-  return next;
 }
 
 }  // namespace synapse::jobs

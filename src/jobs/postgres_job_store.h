@@ -5,16 +5,22 @@
 //
 // Across machines: submissions serialize per idempotency key (or per request digest) on a
 // transaction-scoped advisory lock, with the unique key as the backstop, so concurrent submits
-// from many nodes make one job. acquire() claims a job with FOR UPDATE SKIP LOCKED, so nodes never
-// wait on each other; a node's death is noticed by its lease running out, and any node takes an
-// expired lease over with a new epoch. Every write by a lease first locks the job row and checks
-// the epoch in the same transaction, so a node whose lease was taken over cannot commit. Lease
-// times come from the database server's clock (its offset to ours is measured at connect), so the
-// nodes' clock skew cannot cut a lease short.
+// from many nodes make one job. Several executors (on any nodes) may hold one job at once, each
+// with its own claim (a row of job_claims with its own epoch and deadline): acquire() takes a
+// queued job, a running job whose claims all ran out (a takeover), or joins a running job that
+// still has at least `min_items_to_share` unclaimed items; next_items() hands each claim a
+// disjoint range of items (FOR UPDATE SKIP LOCKED, the items stamped with the claim's epoch), so
+// nodes never wait on each other. A commit locks the job row (pages are numbered under it, so two
+// claims' pages never share a number and never change after commit) and is refused with
+// `lease_lost` once its claim was ended or its items were handed to another claim: a node whose
+// claim was taken over cannot commit. complete() succeeds only when no item is pending; an
+// executor that finds the rest held by live claims of others leaves the job to them
+// (NextItems::held_by_others). Claim deadlines come from the database server's clock (its offset
+// to ours is measured at connect), so the nodes' clock skew cannot cut a lease short.
 //
 // Liveness: each store holds a session advisory lock named by its node id (unique per process)
-// while connected, and records that id with its leases. reclaim_leases() ends only leases whose
-// node no longer holds its lock: a crashed node's leases are taken over at once, a live node's
+// while connected, and records that id with its claims. reclaim_leases() ends only claims whose
+// node no longer holds its lock: a crashed node's claims are taken over at once, a live node's
 // never, whatever the owner prefix says.
 //
 // Connections: a lost connection (a restart, a failover, a network cut) is `unavailable` for the
@@ -48,6 +54,10 @@ struct PostgresJobStoreOptions {
   int64_t default_execution_ttl_ms = int64_t{24} * 3600 * 1000;
   int64_t default_retention_ttl_ms = int64_t{7} * 24 * 3600 * 1000;
   int64_t max_file_bytes = 64ll << 20;
+  // A running job is joined by another executor only while at least this many of its items are
+  // pending, due and unclaimed: a small job stays with the executor that holds it (sharing it
+  // would cost more round trips than it saves); a big one spreads over every idle executor.
+  int64_t min_items_to_share = 32;
   // This process's name among the nodes (shown in events); empty: "HOST:PID". A random suffix is
   // always added, so two stores in one process are two nodes.
   std::string node_name;
@@ -58,7 +68,8 @@ struct PostgresJobStoreOptions {
 
 class PostgresJobStore final : public JobStore {
  public:
-  static constexpr int64_t kSchemaVersion = 1;
+  // 2: job_claims and items.claim_epoch (several executors per job).
+  static constexpr int64_t kSchemaVersion = 2;
 
   // Connects and brings the schema up to date: migrations run once, under an advisory lock, each
   // in its own transaction with its version row; a database written by a newer schema is refused
@@ -111,8 +122,12 @@ class PostgresJobStore final : public JobStore {
   Status on_connect();
   int64_t now_ms() const;
   Result<JobInfo> load_job(std::string_view job_id);
-  // Inside a transaction: locks the job row and checks that this lease may write.
-  Status lock_lease(const Lease& lease);
+  // Inside a transaction: locks the job row (FOR NO KEY UPDATE: writes to one job serialize
+  // here) and checks that the lease's claim may write: the job running, the claim not ended.
+  // Returns the job's page_count.
+  Result<int64_t> lock_claim(const Lease& lease);
+  // Inside a transaction: deletes the claims of jobs that left `running`.
+  Status delete_finished_claims();
   Status add_event(std::string_view job_id, int64_t time_ms, std::string_view kind,
                    std::string_view detail);
   Status finish_leased(const Lease& lease, JobState state, ErrorCode code,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// PostgresJobStore: page commits and the rest of the lease protocol (renew, release, reclaim,
-// complete, fail) and cancel. Every write by a lease starts with lock_lease() in its transaction.
+// PostgresJobStore: page commits, complete, fail and cancel. Every write by a claim starts with
+// lock_claim() in its transaction (the job row's lock; postgres_job_store_claims.cc).
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -18,30 +18,35 @@ Result<CommitResult> PostgresJobStore::commit_page(const Lease& lease,
   SYN_RETURN_IF_ERROR(ready());
   const int64_t now = now_ms();
   SYN_ASSIGN_OR_RETURN(PgTransaction txn, PgTransaction::begin(db_));
-  SYN_RETURN_IF_ERROR(lock_lease(lease));
-  SYN_ASSIGN_OR_RETURN(PgResult job, db_.query("SELECT page_count FROM jobs WHERE id = $1",
-                                               PgParams().add(lease.job_id)));
-  if (job.rows() == 0) return job_not_found(lease.job_id);
-  int64_t next_page = job.integer(0, 0);
+  // Under the job row's lock: commits of the job's claims take page numbers one after another,
+  // so no two commits write the same page and a committed page never changes.
+  SYN_ASSIGN_OR_RETURN(int64_t next_page, lock_claim(lease));
 
-  // The items of this commit, in one round trip.
+  // The items of this commit, locked, in one round trip: a claim taking them over waits for this
+  // commit (and then finds them committed), or this commit waits for it (and finds them handed
+  // to the other claim).
   std::vector<int64_t> indexes;
   indexes.reserve(sorted.size());
   for (const ItemOutcome* outcome : sorted) indexes.push_back(outcome->index);
-  SYN_ASSIGN_OR_RETURN(PgResult rows,
-                       db_.query("SELECT idx, custom_id, state, attempts FROM items "
-                                 "WHERE job_id = $1 AND idx = ANY($2::bigint[])",
-                                 PgParams().add(lease.job_id).add(pg_bigint_array(indexes))));
+  SYN_ASSIGN_OR_RETURN(
+      PgResult rows,
+      db_.query("SELECT i.idx, i.custom_id, i.state, i.attempts, i.claim_epoch IS NOT NULL AND "
+                "i.claim_epoch <> $3 AND EXISTS (SELECT 1 FROM job_claims c WHERE "
+                "c.job_id = i.job_id AND c.epoch = i.claim_epoch) FROM items i "
+                "WHERE i.job_id = $1 AND i.idx = ANY($2::bigint[]) FOR UPDATE OF i",
+                PgParams().add(lease.job_id).add(pg_bigint_array(indexes)).add(lease.epoch)));
   struct Stored {
     std::string custom_id;
     std::string state;
     int64_t attempts = 0;
+    bool held_by_other_claim = false;
   };
   std::map<int64_t, Stored> stored;
   for (int row = 0; row < rows.rows(); ++row) {
     stored[rows.integer(row, 0)] = Stored{.custom_id = rows.text(row, 1),
                                           .state = rows.text(row, 2),
-                                          .attempts = rows.integer(row, 3)};
+                                          .attempts = rows.integer(row, 3),
+                                          .held_by_other_claim = rows.text(row, 4) == "t"};
   }
 
   CommitResult result;
@@ -102,6 +107,14 @@ Result<CommitResult> PostgresJobStore::commit_page(const Lease& lease,
     if (item->second.state != "pending") {
       return Status(ErrorCode::kInvalidArgument,
                     "item " + std::to_string(outcome->index) + " already has a committed result");
+    }
+    if (item->second.held_by_other_claim) {
+      // Handed to another executor after this lease ran out: that one commits it.
+      return Status(ErrorCode::kLeaseLost, "item " + std::to_string(outcome->index) + " of job " +
+                                               lease.job_id +
+                                               " was handed to another executor after the lease "
+                                               "at epoch " +
+                                               std::to_string(lease.epoch) + " ran out");
     }
     const int64_t attempts = item->second.attempts + 1;
     const bool transient = outcome->error != ErrorCode::kOk &&
@@ -183,82 +196,13 @@ Result<CommitResult> PostgresJobStore::commit_page(const Lease& lease,
   return result;
 }
 
-Result<int64_t> PostgresJobStore::renew(Lease& lease, int64_t lease_duration_ms) {
-  const std::lock_guard lock(mutex_);
-  SYN_RETURN_IF_ERROR(ready());
-  const int64_t deadline = now_ms() + lease_duration_ms;
-  SYN_ASSIGN_OR_RETURN(PgTransaction txn, PgTransaction::begin(db_));
-  SYN_RETURN_IF_ERROR(lock_lease(lease));
-  SYN_RETURN_IF_ERROR(db_.query("UPDATE jobs SET lease_deadline_ms = $1 WHERE id = $2",
-                                PgParams().add(deadline).add(lease.job_id))
-                          .status());
-  SYN_RETURN_IF_ERROR(txn.commit());
-  lease.deadline_ms = deadline;
-  return deadline;
-}
-
-Status PostgresJobStore::release(const Lease& lease, int64_t not_before_ms) {
-  const std::lock_guard lock(mutex_);
-  SYN_RETURN_IF_ERROR(ready());
-  const int64_t now = now_ms();
-  SYN_ASSIGN_OR_RETURN(PgTransaction txn, PgTransaction::begin(db_));
-  SYN_RETURN_IF_ERROR(lock_lease(lease));
-  SYN_RETURN_IF_ERROR(
-      db_.query("UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_node = NULL, "
-                "lease_deadline_ms = NULL, not_before_ms = $1, updated_ms = $2 WHERE id = $3",
-                PgParams().add(not_before_ms).add(now).add(lease.job_id))
-          .status());
-  SYN_RETURN_IF_ERROR(add_event(
-      lease.job_id, now, "released",
-      "until " + std::to_string(not_before_ms) + ", epoch " + std::to_string(lease.epoch)));
-  return txn.commit();
-}
-
-Result<int64_t> PostgresJobStore::reclaim_leases(std::string_view owner_prefix) {
-  const std::lock_guard lock(mutex_);
-  SYN_RETURN_IF_ERROR(ready());
-  const int64_t now = now_ms();
-  SYN_ASSIGN_OR_RETURN(PgTransaction txn, PgTransaction::begin(db_));
-  SYN_ASSIGN_OR_RETURN(
-      PgResult running,
-      db_.query("SELECT id, lease_owner, lease_node FROM jobs WHERE state = 'running' AND "
-                "starts_with(lease_owner, $1) AND lease_node IS DISTINCT FROM $2 "
-                "FOR UPDATE SKIP LOCKED",
-                PgParams().add(pg_text(owner_prefix)).add(node_id_)));
-  // A node is dead when its lock is free: taking it (until this transaction ends) proves it.
-  std::map<std::string, bool> node_dead;
-  int64_t reclaimed = 0;
-  for (int row = 0; row < running.rows(); ++row) {
-    const std::string node = running.text(row, 2);
-    auto dead = node_dead.find(node);
-    if (dead == node_dead.end()) {
-      SYN_ASSIGN_OR_RETURN(PgResult probe,
-                           db_.query("SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))",
-                                     PgParams().add(node)));
-      dead = node_dead.emplace(node, running.is_null(row, 2) || probe.text(0, 0) == "t").first;
-    }
-    if (!dead->second) continue;
-    const std::string job_id = running.text(row, 0);
-    SYN_RETURN_IF_ERROR(
-        db_.query("UPDATE jobs SET lease_deadline_ms = $1, updated_ms = $1 WHERE id = $2",
-                  PgParams().add(now).add(job_id))
-            .status());
-    SYN_RETURN_IF_ERROR(
-        add_event(job_id, now, "lease reclaimed",
-                  "from dead executor " + running.text(row, 1) + " (node " + node + ")"));
-    ++reclaimed;
-  }
-  SYN_RETURN_IF_ERROR(txn.commit());
-  return reclaimed;
-}
-
 Status PostgresJobStore::finish_leased(const Lease& lease, JobState state, ErrorCode code,
                                        std::string_view message) {
   const std::lock_guard lock(mutex_);
   SYN_RETURN_IF_ERROR(ready());
   const int64_t now = now_ms();
   SYN_ASSIGN_OR_RETURN(PgTransaction txn, PgTransaction::begin(db_));
-  SYN_RETURN_IF_ERROR(lock_lease(lease));
+  SYN_RETURN_IF_ERROR(lock_claim(lease).status());
   if (state == JobState::kCompleted) {
     SYN_ASSIGN_OR_RETURN(PgResult pending,
                          db_.query("SELECT item_count - succeeded_count - failed_count "
@@ -284,6 +228,9 @@ Status PostgresJobStore::finish_leased(const Lease& lease, JobState state, Error
                 "error_message = $4 WHERE id = $5",
                 params)
           .status());
+  // Every claim of the job ends: the others' next calls find the job finished (lease_lost).
+  SYN_RETURN_IF_ERROR(
+      db_.query("DELETE FROM job_claims WHERE job_id = $1", PgParams().add(lease.job_id)).status());
   SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, job_state_name(state),
                                 finish_event_detail(lease.epoch, code, message)));
   return txn.commit();
@@ -302,16 +249,19 @@ Result<JobInfo> PostgresJobStore::cancel(std::string_view job_id) {
   SYN_RETURN_IF_ERROR(ready());
   const int64_t now = now_ms();
   SYN_ASSIGN_OR_RETURN(PgTransaction txn, PgTransaction::begin(db_));
-  // The epoch stays: the running executor's next call finds the state and reports
-  // `job_cancelled` rather than `lease_lost`. RETURNING the old state makes this one step.
+  // Every claim's next call finds the state and reports `job_cancelled` (the state is checked
+  // before the claim). RETURNING the old state makes this one step.
   SYN_ASSIGN_OR_RETURN(
       PgResult cancelled,
       db_.query("UPDATE jobs SET state = 'cancelled', lease_deadline_ms = NULL, "
                 "finished_ms = $1, updated_ms = $1 FROM (SELECT id, state AS was FROM jobs "
-                "WHERE id = $2 AND state IN ('queued', 'running') FOR UPDATE) old "
+                "WHERE id = $2 AND state IN ('queued', 'running') FOR NO KEY UPDATE) old "
                 "WHERE jobs.id = old.id RETURNING old.was",
-                PgParams().add(now).add(job_id)));
+                PgParams().add(now).add(pg_text(job_id))));
   if (cancelled.rows() > 0) {
+    SYN_RETURN_IF_ERROR(
+        db_.query("DELETE FROM job_claims WHERE job_id = $1", PgParams().add(pg_text(job_id)))
+            .status());
     SYN_RETURN_IF_ERROR(add_event(job_id, now, "cancelled", "was " + cancelled.text(0, 0)));
   }
   SYN_ASSIGN_OR_RETURN(JobInfo job, load_job(job_id));

@@ -44,6 +44,20 @@ JobInfo read_job(const PgResult& rows, int row, bool with_line_errors) {
   return job;
 }
 
+// kJobColumns with the lease deadline read from the job's claims (the latest of them): since
+// schema version 2 the jobs row does not hold it, as renewing a claim does not touch the job row.
+const std::string& job_columns() {
+  static const std::string columns = [] {
+    std::string text(kJobColumns);
+    constexpr std::string_view kDeadline = "lease_deadline_ms,";
+    const size_t at = text.find(kDeadline);
+    text.replace(at, kDeadline.size(),
+                 "(SELECT MAX(c.deadline_ms) FROM job_claims c WHERE c.job_id = jobs.id),");
+    return text;
+  }();
+  return columns;
+}
+
 constexpr std::string_view kFileColumns = "id, filename, purpose, bytes, created_ms";
 
 StoredFile read_file(const PgResult& rows, int row) {
@@ -57,7 +71,7 @@ StoredFile read_file(const PgResult& rows, int row) {
 }  // namespace
 
 Result<JobInfo> PostgresJobStore::load_job(std::string_view job_id) {
-  SYN_ASSIGN_OR_RETURN(PgResult rows, db_.query("SELECT " + std::string(kJobColumns) +
+  SYN_ASSIGN_OR_RETURN(PgResult rows, db_.query("SELECT " + job_columns() +
                                                     std::string(kJobTables) + " WHERE id = $1",
                                                 PgParams().add(pg_text(job_id))));
   if (rows.rows() == 0) return job_not_found(job_id);
@@ -74,7 +88,7 @@ Result<std::vector<JobInfo>> PostgresJobStore::list_jobs(const JobFilter& filter
   const std::lock_guard lock(mutex_);
   SYN_RETURN_IF_ERROR(ready());
   // Unused filters compare against NULL, so one statement serves every combination.
-  std::string sql = "SELECT " + std::string(kJobColumns) + std::string(kJobTables) +
+  std::string sql = "SELECT " + job_columns() + std::string(kJobTables) +
                     " WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR "
                     "class = $2) AND ($3::text IS NULL OR seq < (SELECT seq FROM jobs "
                     "WHERE id = $3))";
@@ -190,13 +204,16 @@ Result<ExpireResult> PostgresJobStore::expire() {
       PgResult expired,
       db_.query("UPDATE jobs SET state = 'expired', lease_deadline_ms = NULL, finished_ms = $1, "
                 "updated_ms = $1 WHERE id IN (SELECT id FROM jobs WHERE state IN ('queued', "
-                "'running') AND execution_deadline_ms <= $1 FOR UPDATE SKIP LOCKED) RETURNING id",
+                "'running') AND execution_deadline_ms <= $1 FOR NO KEY UPDATE SKIP LOCKED) "
+                "RETURNING id",
                 PgParams().add(now)));
   for (int row = 0; row < expired.rows(); ++row) {
     SYN_RETURN_IF_ERROR(
         add_event(expired.text(row, 0), now, "expired", "execution deadline passed"));
   }
   result.expired = expired.rows();
+  // Their claims end (the executors' next calls report lease_lost).
+  if (result.expired > 0) SYN_RETURN_IF_ERROR(delete_finished_claims());
   // Retention counts from the end of the job; items, pages and events go with it (cascade).
   SYN_ASSIGN_OR_RETURN(PgResult deleted,
                        db_.query("DELETE FROM jobs WHERE finished_ms IS NOT NULL AND "

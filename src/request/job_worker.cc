@@ -249,6 +249,7 @@ void JobWorker::work(size_t index) {
       case jobs::ExecutorResult::kReleased:
       case jobs::ExecutorResult::kLeaseLost:
       case jobs::ExecutorResult::kCancelled:
+      case jobs::ExecutorResult::kShared:
         break;
     }
   }
