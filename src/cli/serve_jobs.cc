@@ -169,6 +169,7 @@ Result<std::unique_ptr<ServeJobs>> ServeJobs::start(const ServeJobsOptions& opti
     SYN_RETURN_IF_ERROR(started);
     request::JobWorker* worker = jobs->worker_.get();
     jobs->api_.on_submitted = [worker] { worker->notify(); };
+    jobs->api_.render_metrics = [worker] { return worker->render_prometheus(); };
     jobs->api_store_ = std::make_unique<CancelNotifyingStore>(*jobs->store_, *worker);
     jobs->api_.store = jobs->api_store_.get();
   }

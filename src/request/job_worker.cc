@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -29,6 +30,41 @@ std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "localhost";
   return name;
+}
+
+// A Prometheus label value: backslash, quote and newline escaped.
+std::string label_value(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// synapse_jobs_leases_total's result label, indexed as JobWorker counts them.
+constexpr std::array<std::string_view, 6> kLeaseResultNames = {
+    "completed", "released", "lease_lost", "cancelled", "shared", "error"};
+
+size_t lease_result_index(jobs::ExecutorResult result) {
+  switch (result) {
+    case jobs::ExecutorResult::kCompleted:
+      return 0;
+    case jobs::ExecutorResult::kReleased:
+      return 1;
+    case jobs::ExecutorResult::kLeaseLost:
+      return 2;
+    case jobs::ExecutorResult::kCancelled:
+      return 3;
+    case jobs::ExecutorResult::kShared:
+    case jobs::ExecutorResult::kNoJob:  // not counted (the caller skips it)
+      return 4;
+  }
+  return 4;
 }
 
 }  // namespace
@@ -59,6 +95,7 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
     size_t done = 0;
     // Registered so that job_cancelled() can stop the calls at once.
     const RunningPage self{.job_id = &job_id_, .abort = &abort, .wake = &done_cv};
+    worker_.pages_running_.fetch_add(1);
     {
       const std::lock_guard lock(worker_.running_mu_);
       worker_.running_.push_back(self);
@@ -90,6 +127,7 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
       const std::lock_guard lock(worker_.running_mu_);
       std::erase_if(worker_.running_, [&](const RunningPage& p) { return p.abort == &abort; });
     }
+    worker_.pages_running_.fetch_sub(1);
     std::vector<jobs::ItemOutcome> finished;
     for (std::optional<jobs::ItemOutcome>& o : outcomes) {
       if (o) finished.push_back(std::move(*o));
@@ -126,7 +164,10 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
 };
 
 JobWorker::JobWorker(jobs::JobStore& store, ItemCall call, JobWorkerOptions options)
-    : store_(store), call_(std::move(call)), options_(std::move(options)) {}
+    : store_(store),
+      call_(std::move(call)),
+      options_(std::move(options)),
+      node_(options_.node.empty() ? host_name() + ":" + std::to_string(getpid()) : options_.node) {}
 
 JobWorker::~JobWorker() { stop(); }
 
@@ -168,6 +209,37 @@ void JobWorker::stop() {
   // Another server waiting for this database's jobs may take over now.
   if (lock_fd_ >= 0) close(lock_fd_);
   lock_fd_ = -1;
+}
+
+void JobWorker::count_lease(size_t result) { leases_[result].fetch_add(1); }
+
+std::string JobWorker::render_prometheus() const {
+  const std::string node = "node=\"" + label_value(node_) + "\"";
+  const auto counter = [&](std::string_view name, std::string_view help, uint64_t value) {
+    return "# HELP " + std::string(name) + " " + std::string(help) + "\n# TYPE " +
+           std::string(name) + " counter\n" + std::string(name) + "{" + node + "} " +
+           std::to_string(value) + "\n";
+  };
+  std::string out;
+  out += counter("synapse_jobs_items_committed_total",
+                 "Job items whose final results this node committed.", items_committed_.load());
+  out += counter("synapse_jobs_items_retried_total",
+                 "Job items this node ran that failed transiently and wait for a retry.",
+                 items_retried_.load());
+  out += counter("synapse_jobs_pages_committed_total", "Job result pages this node committed.",
+                 pages_committed_.load());
+  out +=
+      "# HELP synapse_jobs_leases_total Job leases this node's executors held, by how they "
+      "ended.\n# TYPE synapse_jobs_leases_total counter\n";
+  for (size_t i = 0; i < kLeaseResults; ++i) {
+    out += "synapse_jobs_leases_total{" + node + ",result=\"" + std::string(kLeaseResultNames[i]) +
+           "\"} " + std::to_string(leases_[i].load()) + "\n";
+  }
+  out +=
+      "# HELP synapse_jobs_pages_running Job pages this node's executors are running now.\n"
+      "# TYPE synapse_jobs_pages_running gauge\nsynapse_jobs_pages_running{" +
+      node + "} " + std::to_string(pages_running_.load()) + "\n";
+  return out;
 }
 
 bool JobWorker::wait_for_work(std::chrono::milliseconds timeout) {
@@ -215,19 +287,27 @@ void JobWorker::manage() {
 
 void JobWorker::work(size_t index) {
   jobs::ExecutorOptions executor;
-  executor.owner = owner_prefix() + host_name() + ":" + std::to_string(getpid()) + "/worker-" +
-                   std::to_string(index);
+  executor.owner = owner_prefix() + node_ + "/worker-" + std::to_string(index);
   executor.lease_duration_ms = options_.lease_duration_ms;
   executor.items_per_commit = options_.items_per_commit;
   executor.renew_after_ms = options_.lease_duration_ms / 3;
   executor.check_after_ms = options_.cancel_check.count();
   executor.should_stop = [this] { return stopping_.load(); };
+  executor.on_commit = [this](const jobs::CommitResult& committed) {
+    items_committed_.fetch_add(static_cast<uint64_t>(committed.committed_items));
+    items_retried_.fetch_add(static_cast<uint64_t>(committed.retried_items));
+    pages_committed_.fetch_add(committed.pages.size());
+  };
   jobs::Lease lease;  // run_one_job fills it when it leases, before any page runs
   PageRunner runner(*this, lease.job_id);
   std::string last_error;  // said once, not at every poll while it lasts
   while (!stopping_.load()) {
     lease = jobs::Lease();
     Result<jobs::ExecutorResult> result = jobs::run_one_job(store_, runner, executor, &lease);
+    if (!result.ok() && !lease.job_id.empty()) count_lease(kLeaseResults - 1);
+    if (result.ok() && *result != jobs::ExecutorResult::kNoJob) {
+      count_lease(lease_result_index(*result));
+    }
     if (!result.ok()) {
       // Storage trouble (a full disk, a read-only database): the lease runs out or is reclaimed
       // and the job resumes; look again after a poll interval.

@@ -14,6 +14,7 @@
 // process dies, SIGKILL included.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -51,6 +52,8 @@ struct JobWorkerOptions {
   std::chrono::milliseconds expire_every{60'000};     // retention / execution deadlines
   std::chrono::milliseconds queue_full_backoff{200};  // an item refused with queue_full waits
   std::function<void(const std::string&)> log;        // progress lines; empty: quiet
+  // This node's label in /metrics and in the executors' owner names; empty: "HOST:PID".
+  std::string node;
 };
 
 class JobWorker {
@@ -76,6 +79,13 @@ class JobWorker {
   void stop();
 
   bool executing() const { return executing_.load(); }  // holds the lock (tests, logs)
+  // The executors' work for GET /metrics (Prometheus text), every series labelled
+  // node="HOST:PID", so the nodes sharing a PostgreSQL job store can be told apart:
+  // synapse_jobs_items_committed_total, synapse_jobs_items_retried_total,
+  // synapse_jobs_pages_committed_total, synapse_jobs_leases_total{result} and
+  // synapse_jobs_pages_running. Any thread.
+  std::string render_prometheus() const;
+  const std::string& node() const { return node_; }
   // The owner recorded in leases: "synapse-serve/HOST:PID/worker-N".
   static std::string owner_prefix() { return "synapse-serve/"; }
 
@@ -92,9 +102,20 @@ class JobWorker {
   bool wait_for_work(std::chrono::milliseconds timeout);
   void say(const std::string& line) const;
 
+  // How a lease ended, for synapse_jobs_leases_total: the ExecutorResults after kNoJob, then a
+  // storage error.
+  static constexpr size_t kLeaseResults = 6;
+  void count_lease(size_t result);
+
   jobs::JobStore& store_;
   ItemCall call_;
   JobWorkerOptions options_;
+  std::string node_;  // "HOST:PID" unless options_.node says otherwise
+  std::atomic<uint64_t> items_committed_{0};
+  std::atomic<uint64_t> items_retried_{0};
+  std::atomic<uint64_t> pages_committed_{0};
+  std::atomic<int64_t> pages_running_{0};
+  std::array<std::atomic<uint64_t>, kLeaseResults> leases_{};
   int lock_fd_ = -1;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> executing_{false};

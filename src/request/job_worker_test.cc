@@ -97,6 +97,40 @@ TEST_F(JobWorkerTest, RunsAPagesItemsTogetherAndCommitsEveryResult) {
       << first;
 }
 
+// /metrics: the executors' work, labelled by node (the nodes of a shared store are told apart).
+TEST_F(JobWorkerTest, MetricsCountTheWorkLabelledByNode) {
+  EchoCall echo;
+  JobWorkerOptions options;
+  options.lock_path = dir_.file("jobs.db.executor-lock");
+  options.workers = 1;
+  options.poll = 20ms;
+  options.node = "host-a:42";
+  JobWorker w(*store_, echo.call(), options);
+  EXPECT_EQ(w.node(), "host-a:42");
+  const std::string id = submit(20);
+  ASSERT_TRUE(w.start().ok());
+  ASSERT_TRUE(eventually([&] { return state(id) == jobs::JobState::kCompleted; }));
+  // The lease is counted once run_one_job returns, a moment after the job completed.
+  ASSERT_TRUE(eventually([&] {
+    return w.render_prometheus().find(
+               R"(synapse_jobs_leases_total{node="host-a:42",result="completed"} 1)") !=
+           std::string::npos;
+  }));
+  const std::string text = w.render_prometheus();
+  EXPECT_NE(text.find(R"(synapse_jobs_items_committed_total{node="host-a:42"} 20)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(synapse_jobs_pages_committed_total{node="host-a:42"} 2)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(synapse_jobs_pages_running{node="host-a:42"} 0)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# TYPE synapse_jobs_leases_total counter"), std::string::npos) << text;
+  // The executors are named after the node too.
+  EXPECT_NE(store_->events(id)->at(1).detail.find("synapse-serve/host-a:42/worker-0"),
+            std::string::npos);
+}
+
 TEST_F(JobWorkerTest, QueueFullIsRetriedWithoutSpendingAnAttempt) {
   std::atomic<int> refusals{0};
   auto w = worker([&](std::string_view, std::string_view, serve::RequestClass,

@@ -91,9 +91,10 @@ http::Handler server_route(request::EndpointKind kind, const ServerOptions& opti
                                                                : std::vector<api::ModelInfo>{}),
                         std::string(kJson));
       };
-    default:  // kMetrics: every model's service metrics, then the HTTP counts.
-      return [&metrics, models](const http::Request&, http::Response& res) {
+    default:  // kMetrics: every model's service metrics, the job executor's, the HTTP counts.
+      return [&metrics, models, jobs = options.jobs](const http::Request&, http::Response& res) {
         std::string text = models != nullptr ? models->render_prometheus() : "";
+        if (jobs != nullptr && jobs->render_metrics) text += jobs->render_metrics();
         text += metrics.render_prometheus();
         res.set_content(text, "text/plain; version=0.0.4");
       };

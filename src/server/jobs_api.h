@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "jobs/job_store.h"
 #include "jobs/submission.h"
@@ -18,6 +19,8 @@ struct JobsApi {
   jobs::JobStore* store = nullptr;  // not owned
   jobs::SubmissionLimits limits;
   std::function<void()> on_submitted;  // may be empty
+  // The job executor's series for GET /metrics (labelled by node); empty: none runs here.
+  std::function<std::string()> render_metrics;
 };
 
 // The limits a submission is parsed with: the API's, its items' urls from the endpoint table.
