@@ -154,6 +154,8 @@ Result<std::unique_ptr<ServeJobs>> ServeJobs::start(const ServeJobsOptions& opti
       close(fd);
       worker_options.lock_path = path;
       unlink_after_start = path;
+      // Any node notices a dead one (its database session gone) within this long.
+      worker_options.reclaim_every = std::chrono::seconds(2);
     } else {
       worker_options.lock_path = jobs->database_ + ".executor-lock";
     }

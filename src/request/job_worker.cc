@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -267,21 +268,36 @@ void JobWorker::manage() {
   if (stopping_.load()) return;
   executing_ = true;
   // Every lease of ours left in the database belongs to a process that died holding the lock.
-  if (Result<int64_t> reclaimed = store_.reclaim_leases(owner_prefix()); !reclaimed.ok()) {
-    say("jobs: cannot reclaim leases: " + reclaimed.status().to_string());
-  } else if (*reclaimed > 0) {
-    say("jobs: resuming " + std::to_string(*reclaimed) + " job(s) interrupted by a crash");
-  }
+  const auto reclaim = [&] {
+    if (Result<int64_t> reclaimed = store_.reclaim_leases(owner_prefix()); !reclaimed.ok()) {
+      say("jobs: cannot reclaim leases: " + reclaimed.status().to_string());
+    } else if (*reclaimed > 0) {
+      say("jobs: resuming " + std::to_string(*reclaimed) + " lease(s) interrupted by a crash");
+    }
+  };
+  reclaim();
   for (size_t i = 0; i < options_.workers; ++i) workers_.emplace_back([this, i] { work(i); });
+  using Clock = std::chrono::steady_clock;
+  const bool reclaiming = options_.reclaim_every.count() > 0;
+  auto expire_at = Clock::now();
+  auto reclaim_at = Clock::now() + options_.reclaim_every;
   while (!stopping_.load()) {
-    if (Result<jobs::ExpireResult> expired = store_.expire(); !expired.ok()) {
-      say("jobs: expiry failed: " + expired.status().to_string());
-    } else if (expired->expired + expired->deleted > 0) {
-      say("jobs: " + std::to_string(expired->expired) + " expired, " +
-          std::to_string(expired->deleted) + " removed after retention");
+    if (Clock::now() >= expire_at) {
+      if (Result<jobs::ExpireResult> expired = store_.expire(); !expired.ok()) {
+        say("jobs: expiry failed: " + expired.status().to_string());
+      } else if (expired->expired + expired->deleted > 0) {
+        say("jobs: " + std::to_string(expired->expired) + " expired, " +
+            std::to_string(expired->deleted) + " removed after retention");
+      }
+      expire_at = Clock::now() + options_.expire_every;
+    }
+    if (reclaiming && Clock::now() >= reclaim_at) {
+      reclaim();
+      reclaim_at = Clock::now() + options_.reclaim_every;
     }
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, options_.expire_every, [&] { return stopping_.load(); });
+    cv_.wait_until(lock, reclaiming ? std::min(expire_at, reclaim_at) : expire_at,
+                   [&] { return stopping_.load(); });
   }
 }
 

@@ -49,7 +49,13 @@ struct JobWorkerOptions {
   // How often a running job's state is read, so a cancel made elsewhere (another node of a
   // shared database, `synapse jobs cancel`) stops its items within about this long.
   std::chrono::milliseconds cancel_check{250};
-  std::chrono::milliseconds expire_every{60'000};     // retention / execution deadlines
+  std::chrono::milliseconds expire_every{60'000};  // retention / execution deadlines
+  // Leases of dead executors are reclaimed at start; with a shared store (PostgreSQL, which
+  // checks that each owner's node is gone) also this often, so a killed node's leases are taken
+  // over within about this long without waiting for them to run out. 0: only at start (SQLite:
+  // only the executor lock, held from the start, proves the owners dead, and later leases of our
+  // prefix are our own).
+  std::chrono::milliseconds reclaim_every{0};
   std::chrono::milliseconds queue_full_backoff{200};  // an item refused with queue_full waits
   std::function<void(const std::string&)> log;        // progress lines; empty: quiet
   // This node's label in /metrics and in the executors' owner names; empty: "HOST:PID".
