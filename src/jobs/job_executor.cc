@@ -16,9 +16,9 @@ std::optional<ExecutorResult> ending(const Status& status) {
   return std::nullopt;
 }
 
-// For a call that had nothing of this executor's in flight (next_items, complete): on a shared
-// job, lease_lost because another executor completed the job first is the end of the job, not a
-// lost lease.
+// For a call that had nothing of this executor's in flight (next_items, the renew after a commit,
+// complete): on a shared job, lease_lost because another executor completed the job first is the
+// end of the job, not a lost lease.
 std::optional<ExecutorResult> ending_between_pages(JobStore& store, const Lease& lease,
                                                    const Status& status) {
   if (status.code() == ErrorCode::kLeaseLost) {
@@ -119,7 +119,7 @@ Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
     if (options.on_commit) options.on_commit(*committed);
     Result<int64_t> renewed = store.renew(*lease, options.lease_duration_ms);
     if (!renewed.ok()) {
-      if (auto end = ending(renewed.status())) return *end;
+      if (auto end = ending_between_pages(store, *lease, renewed.status())) return *end;
       return std::move(renewed).take_status();
     }
   }
