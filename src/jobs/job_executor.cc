@@ -28,6 +28,15 @@ std::optional<ExecutorResult> ending_between_pages(JobStore& store, const Lease&
   return ending(status);
 }
 
+// A storage error ends this executor's work on the job. A transient one (a cut connection, a
+// failover) usually lets the next call through, the store reconnecting: the lease is given back
+// at once, so that its items are free for the job's other executors (or the next acquire) instead
+// of waiting for it to run out. Whatever the release says, the error is what is returned.
+Status give_back(JobStore& store, const Lease& lease, Status error) {
+  if (error.is_transient()) (void)store.release(lease, 0);
+  return error;
+}
+
 }  // namespace
 
 std::vector<ItemOutcome> ItemRunner::run_page(std::span<const WorkItem> items,
@@ -58,7 +67,7 @@ Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
     Result<NextItems> next = store.next_items(*lease, options.items_per_commit);
     if (!next.ok()) {
       if (auto end = ending_between_pages(store, *lease, next.status())) return *end;
-      return std::move(next).take_status();
+      return give_back(store, *lease, std::move(next).take_status());
     }
     if (next->items.empty() && next->held_by_others > 0) {
       // Other executors hold what is left: they finish the job. Runnable at once if this turns
@@ -106,21 +115,22 @@ Result<ExecutorResult> run_one_job(JobStore& store, ItemRunner& runner,
     for (WorkItem& item : next->items) item.job_class = lease->job_class;
     const std::vector<ItemOutcome> outcomes = runner.run_page(next->items, keep_going);
     if (!stopped.ok()) {
-      // A storage error while renewing ends this executor's work too: the lease runs out and
-      // the job resumes from its first uncommitted item (what ran here runs again).
+      // A storage error while renewing ends this executor's work too: the lease is given back
+      // (or runs out) and the job resumes from its first uncommitted item (what ran here runs
+      // again).
       if (auto end = ending(stopped)) return *end;
-      return stopped;
+      return give_back(store, *lease, stopped);
     }
     Result<CommitResult> committed = store.commit_page(*lease, outcomes);
     if (!committed.ok()) {
       if (auto end = ending(committed.status())) return *end;
-      return std::move(committed).take_status();
+      return give_back(store, *lease, std::move(committed).take_status());
     }
     if (options.on_commit) options.on_commit(*committed);
     Result<int64_t> renewed = store.renew(*lease, options.lease_duration_ms);
     if (!renewed.ok()) {
       if (auto end = ending_between_pages(store, *lease, renewed.status())) return *end;
-      return std::move(renewed).take_status();
+      return give_back(store, *lease, std::move(renewed).take_status());
     }
   }
 }

@@ -58,7 +58,8 @@ enum class ExecutorResult : uint8_t {
 };
 
 // Leases the next runnable job and runs it until it completes or cannot go on. Storage errors are
-// returned; the lease then runs out and another executor resumes from the first uncommitted item.
+// returned, a transient one (a cut connection) after giving the lease back so its items are free
+// at once; otherwise the lease runs out. Another executor resumes from the first uncommitted item.
 // While a page runs, keep_going() stops on a cancel or when the job left `running` (read every
 // check_after_ms), and on a lost lease when it renews (every renew_after_ms): a takeover only
 // happens to a lease that ran out, so an executor that stalled that long learns it then.
