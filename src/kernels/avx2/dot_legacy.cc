@@ -127,7 +127,9 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
                   size_t n_blocks, float* y, size_t y_stride) {
   static_assert(C <= 4, "four scale products per row at a time");
   __m256 acc[R][C];
+#pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
     for (size_t c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
   }
   const __m256i ones16 = _mm256_set1_epi16(1);
@@ -175,7 +177,9 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
       }
     }
   }
+#pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
     for (size_t c = 0; c < C; ++c) y[c * y_stride + r] = hsum(acc[r][c]);
   }
 }
