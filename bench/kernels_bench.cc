@@ -86,6 +86,29 @@ std::unique_ptr<BandwidthBuffer> make_weights(TensorType type, size_t k, size_t 
   return bytes;
 }
 
+// The weights as the CPU backend holds them: interleaved where the kernel level interleaves the
+// type (CpuBackend::prepare_matrix; SYNAPSE_INTERLEAVE=0 keeps the rows as stored there and here).
+// `w` describes the first copy; the caller moves w.data from copy to copy.
+std::unique_ptr<BandwidthBuffer> as_backend_holds(const KernelTable& kernels,
+                                                  std::unique_ptr<BandwidthBuffer> weights,
+                                                  size_t copies, WeightMatrix& w) {
+  const InterleavedKernels& ik = kernels.weight(w.type).interleaved;
+  const char* env = std::getenv("SYNAPSE_INTERLEAVE");
+  if (ik.rows == 0 || w.n_rows % ik.rows != 0 || w.k < ik.min_k ||
+      (env != nullptr && std::string_view(env) == "0")) {
+    return weights;
+  }
+  auto out = std::make_unique<BandwidthBuffer>(weights->size());
+  const size_t matrix_bytes = w.row_stride * w.n_rows;
+  for (size_t c = 0; c < copies; ++c) {
+    ik.interleave(weights->data() + c * matrix_bytes, w.row_stride, w.n_rows, w.k,
+                  out->data() + c * matrix_bytes);
+  }
+  w.data = out->data();
+  w.interleaved = true;
+  return out;
+}
+
 std::vector<float> make_activations(size_t n) {
   std::vector<float> x(n);
   for (size_t i = 0; i < n; ++i) x[i] = std::sin(0.1f * static_cast<float>(i)) * 3.0f;
@@ -102,11 +125,12 @@ void decode(benchmark::State& state, TensorType type, Shape shape, int threads, 
   // SYNAPSE_BENCH_IN_CACHE=1: one copy, to see the kernel's compute bound on small shapes.
   const bool in_cache = std::getenv("SYNAPSE_BENCH_IN_CACHE") != nullptr;
   const size_t copies = in_cache ? 1 : (out_of_cache_bytes() + matrix_bytes - 1) / matrix_bytes;
-  const auto weights = make_weights(type, shape.k, shape.rows, copies);
+  WeightMatrix w{type, nullptr, row_bytes(type, shape.k), shape.rows, shape.k};
+  const auto weights =
+      as_backend_holds(kernels, make_weights(type, shape.k, shape.rows, copies), copies, w);
   const std::vector<float> x = make_activations(shape.k * cols);
   std::vector<float> y(shape.rows * cols);
   ThreadPool pool(threads);
-  WeightMatrix w{type, weights->data(), row_bytes(type, shape.k), shape.rows, shape.k};
   std::vector<uint8_t> scratch(
       matmul_scratch_bytes(kernels, w, cols, threads, DotPath::kQuantized, MatmulRoute::kStream));
   size_t copy = 0;
@@ -136,11 +160,11 @@ void decode(benchmark::State& state, TensorType type, Shape shape, int threads, 
 
 void matmul_prefill(benchmark::State& state, TensorType type, Shape shape, int threads) {
   const KernelTable& kernels = selected_kernels();
-  const auto weights = make_weights(type, shape.k, shape.rows, 1);
+  WeightMatrix w{type, nullptr, row_bytes(type, shape.k), shape.rows, shape.k};
+  const auto weights = as_backend_holds(kernels, make_weights(type, shape.k, shape.rows, 1), 1, w);
   const std::vector<float> x = make_activations(shape.k * kPrefillTokens);
   std::vector<float> y(shape.rows * kPrefillTokens);
   ThreadPool pool(threads);
-  const WeightMatrix w{type, weights->data(), row_bytes(type, shape.k), shape.rows, shape.k};
   std::vector<uint8_t> scratch(matmul_scratch_bytes(kernels, w, kPrefillTokens, threads));
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {

@@ -4,8 +4,10 @@
 // backends are checked against it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -86,6 +88,12 @@ class CpuBackend final : public Backend {
   std::string name_;
   // F32 copies of vector weights stored in another type (or misaligned), made at load.
   std::vector<std::unique_ptr<float[]>> converted_vectors_;
+  // Weights rearranged for the kernel level (InterleavedKernels), made at load, one per
+  // distinct matrix (a tied embedding and output head share theirs). SYNAPSE_INTERLEAVE=0
+  // turns interleaving off (to compare the two layouts).
+  bool interleave_;
+  std::vector<BackendBuffer> interleaved_buffers_;
+  std::map<std::pair<const uint8_t*, TensorType>, WeightMatrix> interleaved_;
 };
 
 }  // namespace synapse

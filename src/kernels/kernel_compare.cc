@@ -159,7 +159,8 @@ CompareResult compare_dot(const KernelTable& kernels, TensorType type, size_t n_
 }
 
 CompareResult compare_matmul(const KernelTable& kernels, TensorType type, size_t n_rows,
-                             size_t n_cols, size_t k, uint64_t seed, DotPath path, int n_threads) {
+                             size_t n_cols, size_t k, uint64_t seed, DotPath path, int n_threads,
+                             bool interleaved) {
   Random random(seed);
   const Matrix w = quantized_rows(type, n_rows, k, random);
   std::vector<float> x;
@@ -171,8 +172,16 @@ CompareResult compare_matmul(const KernelTable& kernels, TensorType type, size_t
                             n_rows, k};
   ThreadPool pool(n_threads);
   std::vector<float> got(n_rows * n_cols), want(n_rows * n_cols), magnitude(n_rows * n_cols);
-  Buffer scratch(matmul_scratch_bytes(kernels, matrix, n_cols, n_threads, path));
-  matmul(kernels, matrix, x.data(), k, n_cols, got.data(), n_rows,
+  WeightMatrix computed = matrix;
+  Buffer rearranged(interleaved ? w.stride * n_rows : 0);
+  if (interleaved) {
+    kernels.weight(type).interleaved.interleave(matrix.data, w.stride, n_rows, k,
+                                                rearranged.data());
+    computed.data = rearranged.data();
+    computed.interleaved = true;
+  }
+  Buffer scratch(matmul_scratch_bytes(kernels, computed, n_cols, n_threads, path));
+  matmul(kernels, computed, x.data(), k, n_cols, got.data(), n_rows,
          {scratch.data(), scratch.words.size() * 8}, pool, path);
   const KernelTable& reference = reference_kernels();
   Buffer ref_scratch(matmul_scratch_bytes(reference, matrix, n_cols, n_threads, path));

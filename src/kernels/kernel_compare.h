@@ -26,8 +26,11 @@ struct CompareResult {
 CompareResult compare_dot(const KernelTable& kernels, TensorType type, size_t n_rows, size_t n_cols,
                           size_t k, uint64_t seed, DotPath path);
 // Through matmul() (quantization, optional packed kernel, threading over `n_threads`).
+// interleaved: the weights rearranged by the table's InterleavedKernels first (n_rows a
+// multiple of its rows), against the reference over the rows as stored.
 CompareResult compare_matmul(const KernelTable& kernels, TensorType type, size_t n_rows,
-                             size_t n_cols, size_t k, uint64_t seed, DotPath path, int n_threads);
+                             size_t n_cols, size_t k, uint64_t seed, DotPath path, int n_threads,
+                             bool interleaved = false);
 // Exact: every float bit-identical.
 CompareResult compare_dequantize(const KernelTable& kernels, TensorType type, size_t k,
                                  uint64_t seed);

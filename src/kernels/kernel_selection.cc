@@ -70,6 +70,17 @@ void self_check(KernelTable& table, const KernelTable& fallback, std::vector<Ker
       c.record("dequantize." + name, "dequantize",
                compare_dequantize(table, type, kCheckK, kCheckSeed), k.dequantize, f.dequantize);
     }
+    if (k.interleaved.dot != f.interleaved.dot && k.interleaved.rows != 0) {
+      // Rows of three groups, columns of every tile width; both activation paths.
+      const size_t rows = 3 * k.interleaved.rows;
+      for (DotPath path : {DotPath::kQuantized, DotPath::kF32}) {
+        if (k.interleaved.rows == 0) break;  // disabled by the first path
+        c.record(std::string("interleaved.") + (path == DotPath::kF32 ? "f32." : "") + name,
+                 "interleaved",
+                 compare_matmul(table, type, rows, 7, kCheckK, kCheckSeed, path, 1, true),
+                 k.interleaved, f.interleaved);
+      }
+    }
     if (!same_matmul(k.matmul, f.matmul) && k.matmul.tile != nullptr) {
       c.record("matmul." + name, "matmul",
                compare_matmul(table, type, k.matmul.rows_per_tile + 5, kMatmulMinColumns + 3,

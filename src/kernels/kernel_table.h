@@ -73,6 +73,27 @@ struct MatmulKernel {
   PreparedBytesFn prepared_bytes;
 };
 
+// Weights stored interleaved, for a level whose dot products run fastest with several rows side
+// by side in one vector (one lane per row): the matrix is rearranged once, when the model is
+// loaded (Backend::prepare_matrix), into groups of `rows` rows; a group holds the same bytes as
+// its rows (n_rows * row_bytes(type, k) in all), in the level's own order. Every route -- decode,
+// batched decode and prefill -- then runs the same kernel on the same layout, so a result never
+// depends on the route or the batch. `rows` == 0: the level keeps the type's rows as stored.
+struct InterleavedKernels {
+  size_t rows;
+  // Matrices with shorter rows stay as stored (the layout pays for long rows only; see the
+  // level's file for the measurement).
+  size_t min_k;
+  // Rearranges n_rows rows (a multiple of `rows`; row r at w + r * row_stride) into `out`.
+  void (*interleave)(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out);
+  // DotTile over interleaved weights: w is the first group of the tile's rows, w_stride is
+  // row_bytes(type, k) (a group spans rows * w_stride bytes) and n_rows a multiple of `rows`.
+  DotTileFn dot;
+  DotTileFn dot_f32;
+  // Row `lane` (< rows) of the group at `group`, to F32: the values dequantize() gives for it.
+  void (*dequantize_row)(const uint8_t* group, size_t lane, size_t k, float* y);
+};
+
 struct WeightKernels {
   // W x activations in activation_type(): the fast path. When dot_prepare is set, the columns
   // go through it first (the kernel reads its own layout of the same values).
@@ -85,6 +106,8 @@ struct WeightKernels {
   void (*dequantize)(const uint8_t* w, float* y, size_t n);
   // Prefill.
   MatmulKernel matmul;
+  // The interleaved layout and its kernels, where this level has one for the type.
+  InterleavedKernels interleaved;
 };
 
 // Quantizes one F32 row (n a multiple of the block size) into the activation format.

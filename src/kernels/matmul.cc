@@ -48,6 +48,13 @@ Plan make_plan(const KernelTable& kernels, const WeightMatrix& w, size_t n_cols,
   plan.act_type = path == DotPath::kF32 ? TensorType::kF32 : activation_type(w.type);
   if (plan.act_type != TensorType::kF32) plan.act_bytes = align_up(row_bytes(plan.act_type, w.k));
   const bool f32_path = path == DotPath::kF32 && activation_type(w.type) != TensorType::kF32;
+  if (w.interleaved) {
+    // One kernel for every route: the interleaved dot tiles its columns itself.
+    SYN_CHECK(wk.interleaved.rows != 0 && w.n_rows % wk.interleaved.rows == 0 &&
+                  kDotRowsPerTask % wk.interleaved.rows == 0,
+              "matmul: interleaved weights this kernel level does not read");
+    return plan;
+  }
   plan.packed = use_tiles(wk, f32_path, n_cols, route);
   if (plan.packed) {
     plan.prepare = wk.matmul.prepare;
@@ -176,6 +183,7 @@ void matmul_group(const KernelTable& kernels, std::span<const MatmulOutput> outp
   first_task[0] = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const WeightMatrix& w = ws[i];
+    // Streaming tasks are multiples of kDotRowsPerTask rows, which whole interleaved groups fill.
     rows_per_task[i] = l.plans[i].packed ? kernels.weight(w.type).matmul.rows_per_tile
                                          : stream_rows_per_task(w.n_rows, pool.size());
     first_task[i + 1] = first_task[i] + (w.n_rows + rows_per_task[i] - 1) / rows_per_task[i];
@@ -205,7 +213,9 @@ void matmul_group(const KernelTable& kernels, std::span<const MatmulOutput> outp
                        out.y + r0,
                        out.y_stride};
     const WeightKernels& wk = kernels.weight(w.type);
-    if (plan.packed) {
+    if (w.interleaved) {
+      (path == DotPath::kF32 ? wk.interleaved.dot_f32 : wk.interleaved.dot)(tile);
+    } else if (plan.packed) {
       wk.matmul.tile(tile, tile_scratch + static_cast<size_t>(thread) * l.tile_scratch_bytes);
     } else if (path == DotPath::kF32) {
       wk.dot_f32(tile);
@@ -225,7 +235,14 @@ void matmul(const KernelTable& kernels, const WeightMatrix& w, const float* x, s
 
 void embedding_row(const KernelTable& kernels, const WeightMatrix& w, size_t row, float* y) {
   SYN_CHECK(row < w.n_rows, "embedding_row: row out of range");
-  kernels.weight(w.type).dequantize(w.data + row * w.row_stride, y, w.k);
+  const WeightKernels& wk = kernels.weight(w.type);
+  if (w.interleaved) {
+    const size_t group_rows = wk.interleaved.rows;
+    wk.interleaved.dequantize_row(w.data + row / group_rows * group_rows * w.row_stride,
+                                  row % group_rows, w.k, y);
+    return;
+  }
+  wk.dequantize(w.data + row * w.row_stride, y, w.k);
 }
 
 }  // namespace synapse

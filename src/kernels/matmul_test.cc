@@ -179,6 +179,77 @@ TEST(Matmul, GroupEqualsSeparateProducts) {
   }
 }
 
+// Interleaved weights (InterleavedKernels): on every table that interleaves a type, the product
+// over the rearranged rows equals the reference table's product over the rows as stored, bit
+// for bit, on every route, column count and thread count (the interleaved kernel does the
+// reference's steps in the reference's order; see kernels/avx2/dot_interleaved.cc); the F32
+// path equals the same table's F32 path over the stored rows; an embedding row is the
+// dequantized stored row. A table that reorders a block sum, or misplaces a row, fails here.
+TEST(Matmul, InterleavedWeightsEqualTheReferenceBitForBit) {
+  const size_t rows = 72, k = 352, max_cols = 21;  // 11 blocks: a short last run
+  std::vector<float> x;
+  for (size_t c = 0; c < max_cols; ++c) {
+    const auto col = wave(k, 5.0f + 2.1f * static_cast<float>(c));
+    x.insert(x.end(), col.begin(), col.end());
+  }
+  size_t checked = 0;
+  for (const KernelTable* kernels : runnable_kernel_tables()) {
+    for (TensorType type : weight_types()) {
+      const InterleavedKernels& ik = kernels->weight(type).interleaved;
+      if (ik.rows == 0) continue;
+      ++checked;
+      Quantized q(type, rows, k);
+      // Hostile-looking but legal levels: -128 in the first block of every row.
+      for (size_t r = 0; r < rows && type == TensorType::kQ8_0; ++r) {
+        reinterpret_cast<uint8_t*>(q.words.data())[r * q.stride + 2 + r % 32] = 0x80;
+      }
+      const WeightMatrix stored{type, q.data(), q.stride, rows, k, false};
+      std::vector<uint8_t> rearranged(rows * q.stride);
+      ik.interleave(q.data(), q.stride, rows, k, rearranged.data());
+      const WeightMatrix interleaved{type, rearranged.data(), q.stride, rows, k, true};
+      auto product = [&](const KernelTable& table, const WeightMatrix& w, size_t first,
+                         size_t n_cols, int threads, DotPath path, MatmulRoute route) {
+        ThreadPool pool(threads);
+        std::vector<uint8_t> scratch(matmul_scratch_bytes(table, w, n_cols, threads, path, route));
+        std::vector<float> y(rows * n_cols, NAN);
+        matmul(table, w, x.data() + first * k, k, n_cols, y.data(), rows, scratch, pool, path,
+               route);
+        return y;
+      };
+      const std::vector<float> want = product(reference_kernels(), stored, 0, max_cols, 1,
+                                              DotPath::kQuantized, MatmulRoute::kStream);
+      for (MatmulRoute route : {MatmulRoute::kAuto, MatmulRoute::kStream, MatmulRoute::kTiled}) {
+        for (size_t n_cols : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{7}, max_cols}) {
+          for (int threads : {1, 3}) {
+            const size_t first = max_cols - n_cols;
+            const std::vector<float> got =
+                product(*kernels, interleaved, first, n_cols, threads, DotPath::kQuantized, route);
+            EXPECT_EQ(
+                std::memcmp(got.data(), want.data() + first * rows, got.size() * sizeof(float)), 0)
+                << kernels->variant << " " << tensor_type_name(type) << " cols " << first << "+"
+                << n_cols << " threads " << threads;
+          }
+        }
+      }
+      const std::vector<float> f32_stored =
+          product(*kernels, stored, 0, 5, 2, DotPath::kF32, MatmulRoute::kAuto);
+      const std::vector<float> f32_interleaved =
+          product(*kernels, interleaved, 0, 5, 2, DotPath::kF32, MatmulRoute::kAuto);
+      EXPECT_EQ(
+          std::memcmp(f32_stored.data(), f32_interleaved.data(), f32_stored.size() * sizeof(float)),
+          0)
+          << kernels->variant << " " << tensor_type_name(type) << " f32 path";
+      std::vector<float> row(k), want_row(k);
+      for (size_t r : {size_t{0}, size_t{5}, size_t{8}, rows - 1}) {
+        embedding_row(*kernels, interleaved, r, row.data());
+        kernels->weight(type).dequantize(q.data() + r * q.stride, want_row.data(), k);
+        EXPECT_EQ(row, want_row) << kernels->variant << " row " << r;
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no kernel table this CPU runs interleaves a weight type";
+}
+
 TEST(Matmul, EmbeddingRowIsTheDequantizedRow) {
   const KernelTable& kernels = selected_kernels();
   const Quantized q(TensorType::kQ6_K, 5, 256);

@@ -25,6 +25,9 @@ struct WeightMatrix {
   size_t row_stride;
   size_t n_rows;
   size_t k;
+  // The rows were rearranged by the kernel level's InterleavedKernels (kernels/kernel_table.h):
+  // data holds groups of rows in that level's order and row_stride is row_bytes(type, k).
+  bool interleaved;
 };
 
 enum class DotPath : uint8_t {

@@ -36,8 +36,8 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 constexpr size_t kQK = 32;
 constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
 constexpr size_t kGroupRows = 8;
-constexpr size_t kSlices = kQK / 4;                      // four-element slices per block
-constexpr size_t kScaleBytes = kGroupRows * 2;  // eight F16 scales per block
+constexpr size_t kSlices = kQK / 4;               // four-element slices per block
+constexpr size_t kScaleBytes = kGroupRows * 2;    // eight F16 scales per block
 constexpr size_t kLevelBytes = kGroupRows * kQK;  // 256 per block
 constexpr size_t kRunBlocks = 4;
 constexpr size_t kRunBytes = kRunBlocks * (kScaleBytes + kLevelBytes);  // 1088
@@ -90,7 +90,8 @@ void dequantize_blocks(const uint8_t* group, size_t group_blocks, size_t lane, s
     const float d = f16_to_f32(load_u16(group + scales_at(b) + 2 * lane));
     for (size_t s = 0; s < kSlices; ++s) {
       for (size_t j = 0; j < 4; ++j) {
-        const auto q = static_cast<int8_t>(group[levels_at(b, group_blocks) + s * 32 + 4 * lane + j]);
+        const auto q =
+            static_cast<int8_t>(group[levels_at(b, group_blocks) + s * 32 + 4 * lane + j]);
         y[4 * s + j] = static_cast<float>(q) * d;
       }
     }
@@ -139,16 +140,17 @@ void group_kernel(const uint8_t* w, size_t group_stride, const uint8_t* x, size_
         const __m256i q_abs = _mm256_abs_epi8(q);
 #pragma GCC unroll 8
         for (size_t c = 0; c < C; ++c) {
-          const __m256i xs = _mm256_sign_epi8(broadcast_slice(x + c * x_stride + b * kQ8Bytes, s), q);
-          sums[i][c] = _mm256_add_epi32(
-              sums[i][c], _mm256_madd_epi16(_mm256_maddubs_epi16(q_abs, xs), ones16));
+          const __m256i xs =
+              _mm256_sign_epi8(broadcast_slice(x + c * x_stride + b * kQ8Bytes, s), q);
+          sums[i][c] = _mm256_add_epi32(sums[i][c],
+                                        _mm256_madd_epi16(_mm256_maddubs_epi16(q_abs, xs), ones16));
         }
       }
     }
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
-          w + i * group_stride + scales_at(b))));
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i * group_stride + scales_at(b))));
 #pragma GCC unroll 8
       for (size_t c = 0; c < C; ++c) {
         const __m256 dx = _mm256_set1_ps(f16_to_f32(load_u16(x + c * x_stride + b * kQ8Bytes)));
@@ -160,7 +162,8 @@ void group_kernel(const uint8_t* w, size_t group_stride, const uint8_t* x, size_
 #pragma GCC unroll 8
   for (size_t i = 0; i < G; ++i) {
 #pragma GCC unroll 8
-    for (size_t c = 0; c < C; ++c) _mm256_storeu_ps(y + c * y_stride + i * y_group_stride, acc[i][c]);
+    for (size_t c = 0; c < C; ++c)
+      _mm256_storeu_ps(y + c * y_stride + i * y_group_stride, acc[i][c]);
   }
 }
 

@@ -10,6 +10,12 @@ void fill_table(KernelTable& table, bool vnni) {
     fill_legacy_dots_vnni(table);
     fill_k_dots_vnni(table);
     fill_quant_matmul_vnni(table);
+    // The VNNI dot products read the rows as stored (vpdpbusd does a slice's multiply-adds in
+    // one op, so the AVX2 level's eight-row interleaving has nothing to save here): weights
+    // this level's kernels read are not interleaved.
+    for (WeightKernels& k : table.weights) {
+      if (k.dot != nullptr && k.interleaved.rows != 0) k.interleaved = InterleavedKernels{};
+    }
   }
 }
 
