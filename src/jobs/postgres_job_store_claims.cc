@@ -75,8 +75,10 @@ Result<std::optional<Lease>> PostgresJobStore::acquire(std::string_view owner,
   const int64_t now = now_ms();
   SYN_ASSIGN_OR_RETURN(PgTransaction txn, PgTransaction::begin(db_));
   // Batch before background, oldest first: a queued job; a running one whose claims all ran out
-  // (its executors died); or a running one with enough unclaimed items to share. SKIP LOCKED: a
-  // job another node is acquiring or committing to right now is passed over, never waited for.
+  // (its executors died); or a running one with enough unclaimed items to share, only when no
+  // job of its class is waiting (an idle executor starts a waiting job before it helps with a
+  // running one). SKIP LOCKED: a job another node is acquiring or committing to right now is
+  // passed over, never waited for.
   const std::string sql =
       "SELECT j.id, j.class, j.state, j.lease_owner FROM jobs j WHERE j.execution_deadline_ms > $1 "
       "AND ("
@@ -88,7 +90,9 @@ Result<std::optional<Lease>> PostgresJobStore::acquire(std::string_view owner,
       "     (i.claim_epoch IS NULL OR NOT EXISTS (SELECT 1 FROM job_claims c "
       "      WHERE c.job_id = i.job_id AND c.epoch = i.claim_epoch AND c.deadline_ms > $1)) "
       "     LIMIT $2) free) >= $2))) "
-      "ORDER BY j.class = 'background', j.seq LIMIT 1 FOR NO KEY UPDATE OF j SKIP LOCKED";
+      "ORDER BY j.class = 'background', j.state = 'running' AND EXISTS (SELECT 1 FROM job_claims "
+      "c WHERE c.job_id = j.id AND c.deadline_ms > $1), j.seq "
+      "LIMIT 1 FOR NO KEY UPDATE OF j SKIP LOCKED";
   SYN_ASSIGN_OR_RETURN(
       PgResult found,
       db_.query(sql, PgParams().add(now).add(std::max<int64_t>(options_.min_items_to_share, 1))));
@@ -99,40 +103,37 @@ Result<std::optional<Lease>> PostgresJobStore::acquire(std::string_view owner,
               .job_class = job_class_from_name(found.text(0, 1)).value_or(JobClass::kBatch)};
   const bool was_running = found.text(0, 2) == "running";
   const std::string previous_owner = found.text(0, 3);
-  // Claims that ran out end here: their executors are fenced off (lease_lost) and their items
-  // are free. Under the job row's lock, so the count of live claims is the one at commit, but a
-  // claim renewed meanwhile is kept (the deadline is checked again on the row).
-  SYN_ASSIGN_OR_RETURN(PgResult ended,
-                       db_.query("DELETE FROM job_claims WHERE job_id = $1 AND deadline_ms <= $2 "
-                                 "RETURNING owner",
-                                 PgParams().add(lease.job_id).add(now)));
-  SYN_ASSIGN_OR_RETURN(PgResult live, db_.query("SELECT count(*) FROM job_claims WHERE job_id = $1",
-                                                PgParams().add(lease.job_id)));
-  const int64_t sharing = live.integer(0, 0);
+  // One statement: claims that ran out end here (their executors are fenced off, lease_lost, and
+  // their items are free; a claim renewed meanwhile is kept, its deadline checked again on the
+  // row), the job's epoch counter gives the new claim its epoch (unique in the job: the job
+  // row is locked), the claim is inserted, and the live claims of others are counted.
   SYN_ASSIGN_OR_RETURN(
-      PgResult updated,
-      db_.query("UPDATE jobs SET state = 'running', lease_owner = $1, lease_node = $2, "
-                "lease_epoch = lease_epoch + 1, attempts = attempts + 1, updated_ms = $3 "
-                "WHERE id = $4 RETURNING lease_epoch",
-                PgParams().add(pg_text(owner)).add(node_id_).add(now).add(lease.job_id)));
-  if (updated.rows() == 0) return Status(ErrorCode::kInternal, "leased job vanished");
-  lease.epoch = updated.integer(0, 0);
-  SYN_RETURN_IF_ERROR(db_.query("INSERT INTO job_claims(job_id, epoch, owner, node, deadline_ms) "
-                                "VALUES ($1, $2, $3, $4, $5)",
-                                PgParams()
-                                    .add(lease.job_id)
-                                    .add(lease.epoch)
-                                    .add(pg_text(owner))
-                                    .add(node_id_)
-                                    .add(lease.deadline_ms))
-                          .status());
+      PgResult claimed,
+      db_.query("WITH ended AS (DELETE FROM job_claims WHERE job_id = $1 AND deadline_ms <= $2 "
+                "RETURNING owner), "
+                "job AS (UPDATE jobs SET state = 'running', lease_owner = $3, lease_node = $4, "
+                "lease_epoch = lease_epoch + 1, attempts = attempts + 1, updated_ms = $2 "
+                "WHERE id = $1 RETURNING lease_epoch), "
+                "claim AS (INSERT INTO job_claims(job_id, epoch, owner, node, deadline_ms) "
+                "SELECT $1, lease_epoch, $3, $4, $5 FROM job RETURNING epoch) "
+                "SELECT (SELECT epoch FROM claim), (SELECT count(*) FROM job_claims "
+                "WHERE job_id = $1 AND deadline_ms > $2), (SELECT owner FROM ended LIMIT 1)",
+                PgParams()
+                    .add(lease.job_id)
+                    .add(now)
+                    .add(pg_text(owner))
+                    .add(node_id_)
+                    .add(lease.deadline_ms)));
+  if (claimed.is_null(0, 0)) return Status(ErrorCode::kInternal, "leased job vanished");
+  lease.epoch = claimed.integer(0, 0);
+  const int64_t sharing = claimed.integer(0, 1);
+  const std::optional<std::string> ended_owner = claimed.optional_text(0, 2);
   std::string detail =
       "owner " + lease.owner + ", node " + node_id_ + ", epoch " + std::to_string(lease.epoch);
   if (sharing > 0) {
     detail += ", shared with " + std::to_string(sharing) + " other executor(s)";
   } else if (was_running) {
-    detail += ", taken over from expired lease of " +
-              (ended.rows() > 0 ? ended.text(0, 0) : previous_owner);
+    detail += ", taken over from expired lease of " + ended_owner.value_or(previous_owner);
   }
   SYN_RETURN_IF_ERROR(add_event(lease.job_id, now, "leased", detail));
   SYN_RETURN_IF_ERROR(txn.commit());
@@ -153,26 +154,37 @@ Result<NextItems> PostgresJobStore::next_items(const Lease& lease, int64_t max_i
                                  PgParams().add(lease.job_id).add(lease.epoch)));
   if (job.rows() == 0) return job_not_found(lease.job_id);
   SYN_RETURN_IF_ERROR(check_claim_state(lease, job.text(0, 0), job.text(0, 1) == "t"));
-  // Claims the first claimable items and counts each hand-out before the executor runs anything
-  // (a crash after this point shows up as an execution without a result), in one statement.
-  // SKIP LOCKED: items another claim is taking right now are left to it, so two claims asking at
-  // once get disjoint ranges. MATERIALIZED: the pick runs once (as a semi-join's inner side it
-  // could be scanned again per row, and with the rows it already updated, hand out more than
-  // `max_items`).
+  // Claims the first claimable items, counts each hand-out before the executor runs anything (a
+  // crash after this point shows up as an execution without a result) and records the range on
+  // the claim, in one statement. SKIP LOCKED: items another claim is taking right now are left
+  // to it, so two claims asking at once get disjoint ranges. MATERIALIZED: the pick runs once
+  // (as a semi-join's inner side it could be scanned again per row, and with the rows it already
+  // updated, hand out more than `max_items`). The claim's row update is also the proof that the
+  // claim still stands: its row stays locked until commit, so a takeover that ends it waits and
+  // then finds these items stamped with an epoch that no longer exists (free again).
   SYN_ASSIGN_OR_RETURN(
       PgResult rows,
       db_.query("WITH picked AS MATERIALIZED (SELECT i.idx FROM items i WHERE i.job_id = $1 AND "
                 "i.state = 'pending' AND i.not_before_ms <= $3 AND " +
                     std::string(kClaimable) +
-                    " ORDER BY i.idx LIMIT $4 FOR UPDATE OF i SKIP LOCKED) "
-                    "UPDATE items SET executed_count = executed_count + 1, claim_epoch = $2 "
-                    "FROM picked WHERE items.job_id = $1 AND items.idx = picked.idx "
-                    "RETURNING items.idx, custom_id, url, body, attempts, executed_count - 1",
+                    " ORDER BY i.idx LIMIT $4 FOR UPDATE OF i SKIP LOCKED), "
+                    "handed AS (UPDATE items SET executed_count = executed_count + 1, "
+                    "claim_epoch = $2 FROM picked WHERE items.job_id = $1 AND "
+                    "items.idx = picked.idx RETURNING items.idx, custom_id, url, body, attempts, "
+                    "executed_count - 1 AS before), "
+                    "claim AS (UPDATE job_claims SET first_idx = (SELECT min(idx) FROM picked), "
+                    "last_idx = (SELECT max(idx) FROM picked) WHERE job_id = $1 AND epoch = $2 "
+                    "AND EXISTS (SELECT 1 FROM picked) RETURNING epoch) "
+                    "SELECT h.idx, h.custom_id, h.url, h.body, h.attempts, h.before, "
+                    "(SELECT count(*) FROM claim) FROM handed h",
                 PgParams()
                     .add(lease.job_id)
                     .add(lease.epoch)
                     .add(now)
                     .add(std::max<int64_t>(max_items, 0))));
+  if (rows.rows() > 0 && rows.integer(0, 6) == 0) {
+    return check_claim_state(lease, "running", false);  // ended meanwhile: rolls back
+  }
   NextItems next;
   for (int row = 0; row < rows.rows(); ++row) {
     next.items.push_back(WorkItem{.index = rows.integer(row, 0),
@@ -198,19 +210,6 @@ Result<NextItems> PostgresJobStore::next_items(const Lease& lease, int64_t max_i
     next.held_by_others = left.integer(0, 1);
     return next;  // nothing written: the transaction rolls back
   }
-  // The range on the claim (for diagnostics), and the proof that the claim still stands: its
-  // row stays locked until commit, so a takeover that ends it waits and then finds the items
-  // stamped with an epoch that no longer exists (free again).
-  SYN_ASSIGN_OR_RETURN(
-      PgResult claimed,
-      db_.query("UPDATE job_claims SET first_idx = $3, last_idx = $4 WHERE job_id = $1 AND "
-                "epoch = $2",
-                PgParams()
-                    .add(lease.job_id)
-                    .add(lease.epoch)
-                    .add(next.items.front().index)
-                    .add(next.items.back().index)));
-  if (claimed.affected() == 0) return check_claim_state(lease, "running", false);
   SYN_RETURN_IF_ERROR(txn.commit());
   return next;
 }
