@@ -87,14 +87,16 @@ std::unique_ptr<BandwidthBuffer> make_weights(TensorType type, size_t k, size_t 
 }
 
 // The weights as the CPU backend holds them: interleaved where the kernel level interleaves the
-// type (CpuBackend::prepare_matrix; SYNAPSE_INTERLEAVE=0 keeps the rows as stored there and here).
+// type (CpuBackend::prepare_matrix; SYNAPSE_INTERLEAVE=0 keeps the rows as stored there and here,
+// =all interleaves short rows too).
 // `w` describes the first copy; the caller moves w.data from copy to copy.
 std::unique_ptr<BandwidthBuffer> as_backend_holds(const KernelTable& kernels,
                                                   std::unique_ptr<BandwidthBuffer> weights,
                                                   size_t copies, WeightMatrix& w) {
   const InterleavedKernels& ik = kernels.weight(w.type).interleaved;
   const char* env = std::getenv("SYNAPSE_INTERLEAVE");
-  if (ik.rows == 0 || w.n_rows % ik.rows != 0 || w.k < ik.min_k ||
+  const bool all = env != nullptr && std::string_view(env) == "all";
+  if (ik.rows == 0 || w.n_rows % ik.rows != 0 || (w.k < ik.min_k && !all) ||
       (env != nullptr && std::string_view(env) == "0")) {
     return weights;
   }

@@ -35,6 +35,7 @@ CpuBackend::CpuBackend(const KernelTable& kernels, ThreadPool& pool)
             (pool.size() == 1 ? " thread)" : " threads)")) {
   const char* interleave = std::getenv("SYNAPSE_INTERLEAVE");
   interleave_ = interleave == nullptr || std::string_view(interleave) != "0";
+  interleave_short_rows_ = interleave != nullptr && std::string_view(interleave) == "all";
 }
 
 bool CpuBackend::supports(BackendOp op, TensorType type) const {
@@ -113,7 +114,8 @@ Result<WeightMatrix> CpuBackend::prepare_matrix(TensorType type, const uint8_t* 
                                                 size_t row_stride, size_t n_rows, size_t k) {
   const WeightMatrix as_stored{type, data, row_stride, n_rows, k, false};
   const InterleavedKernels& ik = kernels_.weight(type).interleaved;
-  if (!interleave_ || ik.rows == 0 || n_rows == 0 || n_rows % ik.rows != 0 || k < ik.min_k) {
+  if (!interleave_ || ik.rows == 0 || n_rows == 0 || n_rows % ik.rows != 0 ||
+      (k < ik.min_k && !interleave_short_rows_)) {
     return as_stored;
   }
   const auto key = std::make_pair(data, type);

@@ -9,15 +9,13 @@
 // multiply-pipe ops are the bound). Measured in a micro-benchmark before this file was written:
 // 0.71 -> 0.53 ns per (row, column, block) at 3.2 GHz.
 //
-// Layout of a group of eight rows (the bytes of the eight rows, 272 per block), in runs of
-// four blocks: the run's scales (eight F16 per block, 64 bytes), then its levels, 256 bytes per
-// block -- for each four-element slice s = 0..7 of the block the eight rows' four int8 values
-// of that slice (32 bytes, lane l = row l). A column's four activation bytes of slice s are
-// broadcast to all lanes, so lane l multiplies row l's slice. Runs of 1088 bytes keep every
-// 32-byte load inside a cache line and the group one sequential stream (272-byte blocks split
-// a quarter of the loads; the scales in a region of their own made a second stream per group,
-// and decode measured further from the memory bandwidth either way). A last run of fewer
-// blocks has the same form.
+// Layout of a group of eight rows (the bytes of the eight rows, 272 per block): first the
+// levels, 256 bytes per block -- for each four-element slice s = 0..7 of the block the eight
+// rows' four int8 values of that slice (32 bytes, lane l = row l) -- then the scales, eight F16
+// per block. A column's four activation bytes of slice s are broadcast to all lanes, so lane l
+// multiplies row l's slice. Levels apart from the scales keep every 32-byte load inside a cache
+// line (272-byte blocks with their scales in front split a quarter of them; runs of four blocks
+// with their scales in front measured ~25% slower in cache).
 //
 // Arithmetic: per (row, column) and block, the exact integer sum of the 32 products, then
 // block = float(sum) * (dw * dx) and acc = acc + block, blocks in order -- the reference's
@@ -39,28 +37,18 @@ constexpr size_t kGroupRows = 8;
 constexpr size_t kSlices = kQK / 4;               // four-element slices per block
 constexpr size_t kScaleBytes = kGroupRows * 2;    // eight F16 scales per block
 constexpr size_t kLevelBytes = kGroupRows * kQK;  // 256 per block
-constexpr size_t kRunBlocks = 4;
-constexpr size_t kRunBytes = kRunBlocks * (kScaleBytes + kLevelBytes);  // 1088
-
-// Offsets of block b's scales and levels in a group of n_blocks blocks.
-inline size_t run_start(size_t b) { return b / kRunBlocks * kRunBytes; }
-inline size_t run_blocks(size_t b, size_t n_blocks) {
-  const size_t first = b / kRunBlocks * kRunBlocks;
-  return n_blocks - first < kRunBlocks ? n_blocks - first : kRunBlocks;
-}
-inline size_t scales_at(size_t b) { return run_start(b) + b % kRunBlocks * kScaleBytes; }
-inline size_t levels_at(size_t b, size_t n_blocks) {
-  return run_start(b) + run_blocks(b, n_blocks) * kScaleBytes + b % kRunBlocks * kLevelBytes;
-}
 // Rows a pass of many columns keeps in L2 (24 rows of k = 4864 are 124 KiB) while every column
 // group runs against them, so the weights come from memory once per call.
 constexpr size_t kGroupsPerPass = 3;
-// Rows shorter than this stay as stored. Decode out of cache (Zen 3, 2 threads, medians of
-// alternating runs): 4864-element rows interleaved reach the same fraction of the memory
-// bandwidth as stored rows (90-96% against 92-98%), but 896-element rows only ~80-90% against
-// ~100-110%, although in cache the interleaved decode is the faster one at both lengths -- the
-// stored rows' four far-apart row streams overlap memory better on short rows, for reasons not
-// found yet. Prefill and batched decode are 1.4-1.5x faster interleaved at both lengths.
+// Rows shorter than this stay as stored. Decode out of cache (Zen 3, quiet host, medians of
+// alternating runs, weight GB/s with 1 / 2 threads): 4864-element rows 14.5 / 20.7 interleaved
+// against 15.3 / 22.4 as stored (-5 to -8%), 896-element rows 12.3 / 17.5 against 17.3 / 20.9
+// (-16 to -29%), although in cache the interleaved decode is the faster one at both lengths
+// (~1.4x): the stored rows' four far-apart row streams overlap memory better, for reasons not
+// found yet. Prefill and batched decode are 1.4-1.5x faster interleaved at both lengths. On the
+// 0.5B shape (SYNAPSE_INTERLEAVE unset / =all / =0): pp512 176 / 222 / 136 tokens/s, tg128
+// 36.9 / 35.7 / 41.3 (tg within this host's noise of each other at the first setting: only the
+// down projection, a fifth of the bytes a token reads, is interleaved).
 constexpr size_t kMinK = 2048;
 // Decode streams and the prefetch distance of each (a group's block is 272 bytes, ~4.25 cache
 // lines); without the prefetch the decode of the 896 x 151936 head measured ~40% slower.
@@ -71,12 +59,12 @@ void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, ui
   const size_t n_blocks = k / kQK;
   for (size_t g = 0; g < n_rows / kGroupRows; ++g) {
     for (size_t b = 0; b < n_blocks; ++b) {
-      uint8_t* group = out + g * n_blocks * (kLevelBytes + kScaleBytes);  // 272 per block
+      uint8_t* group = out + g * n_blocks * (kLevelBytes + kScaleBytes);
       for (size_t lane = 0; lane < kGroupRows; ++lane) {
         const uint8_t* block = w + (g * kGroupRows + lane) * row_stride + b * kQ8Bytes;
-        std::memcpy(group + scales_at(b) + 2 * lane, block, 2);
+        std::memcpy(group + n_blocks * kLevelBytes + b * kScaleBytes + 2 * lane, block, 2);
         for (size_t s = 0; s < kSlices; ++s) {
-          std::memcpy(group + levels_at(b, n_blocks) + s * 32 + 4 * lane, block + 2 + 4 * s, 4);
+          std::memcpy(group + b * kLevelBytes + s * 32 + 4 * lane, block + 2 + 4 * s, 4);
         }
       }
     }
@@ -87,11 +75,11 @@ void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, ui
 void dequantize_blocks(const uint8_t* group, size_t group_blocks, size_t lane, size_t b0,
                        size_t n_blocks, float* y) {
   for (size_t b = b0; b < b0 + n_blocks; ++b, y += kQK) {
-    const float d = f16_to_f32(load_u16(group + scales_at(b) + 2 * lane));
+    const float d =
+        f16_to_f32(load_u16(group + group_blocks * kLevelBytes + b * kScaleBytes + 2 * lane));
     for (size_t s = 0; s < kSlices; ++s) {
       for (size_t j = 0; j < 4; ++j) {
-        const auto q =
-            static_cast<int8_t>(group[levels_at(b, group_blocks) + s * 32 + 4 * lane + j]);
+        const auto q = static_cast<int8_t>(group[b * kLevelBytes + s * 32 + 4 * lane + j]);
         y[4 * s + j] = static_cast<float>(q) * d;
       }
     }
@@ -124,10 +112,15 @@ void group_kernel(const uint8_t* w, size_t group_stride, const uint8_t* x, size_
     __m256i sums[G][C];
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
-      const uint8_t* levels = w + i * group_stride + levels_at(b, n_blocks);
+      const uint8_t* levels = w + i * group_stride + b * kLevelBytes;
 #pragma GCC unroll 8
       for (size_t line = 0; line < kLevelBytes; line += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(levels + kPrefetchBytes + line), _MM_HINT_T0);
+      }
+      if (b % 4 == 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(w + i * group_stride + n_blocks * kLevelBytes +
+                                                   b * kScaleBytes + kPrefetchBytes / 16),
+                     _MM_HINT_T0);
       }
 #pragma GCC unroll 8
       for (size_t c = 0; c < C; ++c) sums[i][c] = _mm256_setzero_si256();
@@ -136,7 +129,7 @@ void group_kernel(const uint8_t* w, size_t group_stride, const uint8_t* x, size_
     for (size_t s = 0; s < kSlices; ++s) {
 #pragma GCC unroll 8
       for (size_t i = 0; i < G; ++i) {
-        const __m256i q = load_256(w + i * group_stride + levels_at(b, n_blocks) + 32 * s);
+        const __m256i q = load_256(w + i * group_stride + b * kLevelBytes + 32 * s);
         const __m256i q_abs = _mm256_abs_epi8(q);
 #pragma GCC unroll 8
         for (size_t c = 0; c < C; ++c) {
@@ -149,8 +142,8 @@ void group_kernel(const uint8_t* w, size_t group_stride, const uint8_t* x, size_
     }
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
-      const __m256 dw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i * group_stride + scales_at(b))));
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+          w + i * group_stride + n_blocks * kLevelBytes + b * kScaleBytes)));
 #pragma GCC unroll 8
       for (size_t c = 0; c < C; ++c) {
         const __m256 dx = _mm256_set1_ps(f16_to_f32(load_u16(x + c * x_stride + b * kQ8Bytes)));
