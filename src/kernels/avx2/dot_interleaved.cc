@@ -90,10 +90,13 @@ void dequantize_row(const uint8_t* group, size_t lane, size_t k, float* y) {
   dequantize_blocks(group, k / kQK, lane, 0, k / kQK, y);
 }
 
-// The four activation bytes of slice s of a Q8_0 block, in every lane.
+// The four activation bytes of slice s of a Q8_0 block, in every lane. (Through an int32 copy:
+// the block's bytes are not 4-byte aligned, and _mm256_broadcast_ss would read a misaligned
+// float; compilers emit one vpbroadcastd from memory either way.)
 inline __m256i broadcast_slice(const uint8_t* x_block, size_t s) {
-  return _mm256_castps_si256(
-      _mm256_broadcast_ss(reinterpret_cast<const float*>(x_block + 2 + 4 * s)));
+  int32_t slice;
+  std::memcpy(&slice, x_block + 2 + 4 * s, sizeof(slice));
+  return _mm256_set1_epi32(slice);
 }
 
 // G groups (8G rows; group i at w + i * group_stride, its outputs at y + i * y_group_stride)
