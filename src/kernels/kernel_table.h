@@ -84,6 +84,9 @@ struct InterleavedKernels {
   // Matrices with shorter rows stay as stored (the layout pays for long rows only; see the
   // level's file for the measurement).
   size_t min_k;
+  // What a product over the rearranged rows equals bit for bit: the scalar reference's (true),
+  // or this level's own product over the rows as stored (false).
+  bool exact;
   // Rearranges n_rows rows (a multiple of `rows`; row r at w + r * row_stride) into `out`.
   void (*interleave)(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out);
   // DotTile over interleaved weights: w is the first group of the tile's rows, w_stride is

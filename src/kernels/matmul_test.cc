@@ -179,13 +179,15 @@ TEST(Matmul, GroupEqualsSeparateProducts) {
   }
 }
 
-// Interleaved weights (InterleavedKernels): on every table that interleaves a type, the product
-// over the rearranged rows equals the reference table's product over the rows as stored, bit
-// for bit, on every route, column count and thread count (the interleaved kernel does the
-// reference's steps in the reference's order; see kernels/avx2/dot_interleaved.cc); the F32
-// path equals the same table's F32 path over the stored rows; an embedding row is the
-// dequantized stored row. A table that reorders a block sum, or misplaces a row, fails here.
-TEST(Matmul, InterleavedWeightsEqualTheReferenceBitForBit) {
+// Interleaved weights (InterleavedKernels): on every table that rearranges a type, the product
+// over the rearranged rows equals, bit for bit on every route, column count and thread count,
+// the reference table's product over the rows as stored where the layout says `exact` (the
+// interleaved Q8_0 kernel does the reference's steps in the reference's order; see
+// kernels/avx2/dot_interleaved.cc), else the same table's product over the stored rows (the
+// grouped scales of kernels/avx2/dot_grouped.cc). The F32 path equals the same table's F32 path
+// over the stored rows; an embedding row is the dequantized stored row. A table that reorders a
+// block sum, misplaces a row, a scale or a Q5 fifth bit fails here.
+TEST(Matmul, RearrangedWeightsEqualTheStoredRowsBitForBit) {
   const size_t rows = 72, k = 352, max_cols = 21;  // 11 blocks: a short last run
   std::vector<float> x;
   for (size_t c = 0; c < max_cols; ++c) {
@@ -216,10 +218,12 @@ TEST(Matmul, InterleavedWeightsEqualTheReferenceBitForBit) {
                route);
         return y;
       };
-      const std::vector<float> want = product(reference_kernels(), stored, 0, max_cols, 1,
-                                              DotPath::kQuantized, MatmulRoute::kStream);
+      const std::vector<float> want =
+          product(ik.exact ? reference_kernels() : *kernels, stored, 0, max_cols, 1,
+                  DotPath::kQuantized, MatmulRoute::kStream);
       for (MatmulRoute route : {MatmulRoute::kAuto, MatmulRoute::kStream, MatmulRoute::kTiled}) {
-        for (size_t n_cols : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{7}, max_cols}) {
+        for (size_t n_cols :
+             {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{7}, size_t{16}, max_cols}) {
           for (int threads : {1, 3}) {
             const size_t first = max_cols - n_cols;
             const std::vector<float> got =

@@ -7,6 +7,7 @@ namespace synapse::avx2 {
 void fill_table(KernelTable& table) {
   fill_legacy_dots(table);
   fill_interleaved_dots(table);
+  fill_grouped_dots(table);
   fill_k_dots(table);
   fill_float_dots(table);
   fill_quantizers(table);
