@@ -63,7 +63,7 @@ void group_row(const uint8_t* row, size_t n_blocks, uint8_t* out) {
     uint8_t* group = out + b0 * W::kBytes;
     for (size_t j = 0; j < m; ++j) {
       const uint8_t* block = row + (b0 + j) * W::kBytes;
-      std::memcpy(group + 2 * j, block, 2);  // the scale
+      std::memcpy(group + 2 * j, block, 2);                                        // the scale
       if constexpr (W::kHasMin) std::memcpy(group + 2 * m + 2 * j, block + 2, 2);  // the min
       to_grouped_payload<W>(block + W::kHeader, group + m * W::kHeader + j * G::kPayload);
     }

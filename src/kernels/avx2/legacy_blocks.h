@@ -173,7 +173,9 @@ struct StoredRows {
   // Gathering eight blocks' scales from as many places cost more than it saved: one at a time.
   static constexpr bool kGroupedScales = false;
   static float scale(const uint8_t* payload) { return f16_to_f32(load_u16(payload - W::kHeader)); }
-  static float min(const uint8_t* payload) { return f16_to_f32(load_u16(payload - W::kHeader + 2)); }
+  static float min(const uint8_t* payload) {
+    return f16_to_f32(load_u16(payload - W::kHeader + 2));
+  }
   static __m256 scales(const uint8_t* row, size_t b0, size_t m) {
     return gather_f16(row + b0 * W::kBytes, W::kBytes, m);
   }
@@ -318,7 +320,8 @@ void block_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
         for (size_t r = 0; r < R; ++r) {
           const uint8_t* p = L::payload(w + r * w_stride, b0, m, j);
           _mm_store_ps(scale[r], _mm_mul_ps(_mm_set1_ps(L::scale(p)), dx));
-          if constexpr (W::kHasMin) _mm_store_ps(min_scale[r], _mm_mul_ps(_mm_set1_ps(L::min(p)), dx));
+          if constexpr (W::kHasMin)
+            _mm_store_ps(min_scale[r], _mm_mul_ps(_mm_set1_ps(L::min(p)), dx));
         }
       }
 #pragma GCC unroll 8
@@ -390,8 +393,7 @@ void rows_kernel(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, flo
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes), _MM_HINT_T0);
         const __m256i q = L::levels(p);
         const __m256i q_unsigned = W::kSigned ? _mm256_abs_epi8(q) : q;
-        __m256i pairs =
-            _mm256_maddubs_epi16(q_unsigned, W::kSigned ? _mm256_sign_epi8(xq, q) : xq);
+        __m256i pairs = _mm256_maddubs_epi16(q_unsigned, W::kSigned ? _mm256_sign_epi8(xq, q) : xq);
         if constexpr (W::kOffset != 0) pairs = _mm256_sub_epi16(pairs, x_offset);
         const __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones16));
         if constexpr (L::kGroupedScales) {
