@@ -144,13 +144,13 @@ struct IQ4_NL {
 inline __m256 gather_f16(const uint8_t* p, size_t stride, size_t m) {
   if (m == kGroup) {
     __m128i v = _mm_cvtsi32_si128(load_u16(p));
-    v = _mm_insert_epi16(v, load_u16(p + stride), 1);
-    v = _mm_insert_epi16(v, load_u16(p + 2 * stride), 2);
-    v = _mm_insert_epi16(v, load_u16(p + 3 * stride), 3);
-    v = _mm_insert_epi16(v, load_u16(p + 4 * stride), 4);
-    v = _mm_insert_epi16(v, load_u16(p + 5 * stride), 5);
-    v = _mm_insert_epi16(v, load_u16(p + 6 * stride), 6);
-    v = _mm_insert_epi16(v, load_u16(p + 7 * stride), 7);
+    v = _mm_insert_epi16(v, static_cast<int16_t>(load_u16(p + stride)), 1);
+    v = _mm_insert_epi16(v, static_cast<int16_t>(load_u16(p + 2 * stride)), 2);
+    v = _mm_insert_epi16(v, static_cast<int16_t>(load_u16(p + 3 * stride)), 3);
+    v = _mm_insert_epi16(v, static_cast<int16_t>(load_u16(p + 4 * stride)), 4);
+    v = _mm_insert_epi16(v, static_cast<int16_t>(load_u16(p + 5 * stride)), 5);
+    v = _mm_insert_epi16(v, static_cast<int16_t>(load_u16(p + 6 * stride)), 6);
+    v = _mm_insert_epi16(v, static_cast<int16_t>(load_u16(p + 7 * stride)), 7);
     return _mm256_cvtph_ps(v);
   }
   alignas(16) uint16_t h[kGroup] = {};
