@@ -14,12 +14,12 @@
 // equals the product over the rows as stored bit for bit -- decode, batched decode, prefill
 // (unpacked from the grouped rows into the same scratch format), whatever the threads.
 #include <type_traits>
-#include <vector>
 
 #include "kernels/avx2/avx2_internal.h"
 #include "kernels/avx2/legacy_blocks.h"
 #include "kernels/matmul.h"
 #include "kernels/ref/ref_kernels.h"
+#include "kernels/thread_scratch.h"
 
 namespace synapse::avx2 {
 namespace {
@@ -104,14 +104,13 @@ void dequantize_row(const uint8_t* row, size_t /*lane*/, size_t k, float* y) {
 template <typename W>
 void unpacked_tiles(const DotTile& t) {
   using L = GroupedRows<W>;
-  thread_local std::vector<uint8_t> scratch;
-  scratch.resize(tile_scratch_bytes<L>(t.k));
+  uint8_t* const scratch = thread_scratch(tile_scratch_bytes<L>(t.k));
   for (size_t r0 = 0; r0 < t.n_rows; r0 += kRowsPerTile) {
     DotTile rows = t;
     rows.w = t.w + r0 * t.w_stride;
     rows.n_rows = t.n_rows - r0 < kRowsPerTile ? t.n_rows - r0 : kRowsPerTile;
     rows.y = t.y + r0;
-    tile<L>(rows, scratch.data());
+    tile<L>(rows, scratch);
   }
 }
 
