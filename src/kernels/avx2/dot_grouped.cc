@@ -26,33 +26,19 @@ namespace {
 
 using namespace legacy;  // NOLINT(google-build-using-namespace): this file's kernels
 
-// The stored payload of a block (after its header) in the grouped order, and back.
-template <typename W>
-void to_grouped_payload(const uint8_t* stored, uint8_t* grouped) {
-  constexpr size_t kPayload = W::kBytes - W::kHeader;
-  if constexpr (std::is_same_v<W, Q5_0> || std::is_same_v<W, Q5_1>) {
-    const uint32_t qh = load_u32(stored);
-    uint32_t permuted = 0;
-    for (uint32_t e = 0; e < 32; ++e) permuted |= ((qh >> e) & 1u) << q5_grouped_bit(e);
-    std::memcpy(grouped, &permuted, 4);
-    std::memcpy(grouped + 4, stored + 4, kPayload - 4);
-  } else {
-    std::memcpy(grouped, stored, kPayload);
+// Copies a Q5 block's payload (after its header), its fifth bits moved from the stored order to
+// the grouped one (kToGrouped) or back.
+template <typename W, bool kToGrouped>
+void copy_payload(const uint8_t* from, uint8_t* to) {
+  static_assert(std::is_same_v<W, Q5_0> || std::is_same_v<W, Q5_1>, "the Q5 types are grouped");
+  std::memcpy(to, from, W::kBytes - W::kHeader);
+  const uint32_t in = load_u32(from);
+  uint32_t out = 0;
+  for (uint32_t e = 0; e < 32; ++e) {
+    out |=
+        kToGrouped ? ((in >> e) & 1u) << q5_grouped_bit(e) : ((in >> q5_grouped_bit(e)) & 1u) << e;
   }
-}
-
-template <typename W>
-void to_stored_payload(const uint8_t* grouped, uint8_t* stored) {
-  constexpr size_t kPayload = W::kBytes - W::kHeader;
-  if constexpr (std::is_same_v<W, Q5_0> || std::is_same_v<W, Q5_1>) {
-    const uint32_t permuted = load_u32(grouped);
-    uint32_t qh = 0;
-    for (uint32_t e = 0; e < 32; ++e) qh |= ((permuted >> q5_grouped_bit(e)) & 1u) << e;
-    std::memcpy(stored, &qh, 4);
-    std::memcpy(stored + 4, grouped + 4, kPayload - 4);
-  } else {
-    std::memcpy(stored, grouped, kPayload);
-  }
+  std::memcpy(to, &out, 4);
 }
 
 template <typename W>
@@ -65,7 +51,7 @@ void group_row(const uint8_t* row, size_t n_blocks, uint8_t* out) {
       const uint8_t* block = row + (b0 + j) * W::kBytes;
       std::memcpy(group + 2 * j, block, 2);                                        // the scale
       if constexpr (W::kHasMin) std::memcpy(group + 2 * m + 2 * j, block + 2, 2);  // the min
-      to_grouped_payload<W>(block + W::kHeader, group + m * W::kHeader + j * G::kPayload);
+      copy_payload<W, true>(block + W::kHeader, group + m * W::kHeader + j * G::kPayload);
     }
   }
 }
@@ -79,7 +65,7 @@ void stored_block(const uint8_t* row, size_t n_blocks, size_t b, uint8_t* block)
   const uint8_t* group = row + b0 * W::kBytes;
   std::memcpy(block, group + 2 * j, 2);
   if constexpr (W::kHasMin) std::memcpy(block + 2, group + 2 * m + 2 * j, 2);
-  to_stored_payload<W>(G::payload(group, 0, m, j), block + W::kHeader);
+  copy_payload<W, false>(G::payload(group, 0, m, j), block + W::kHeader);
 }
 
 template <typename W>

@@ -51,8 +51,8 @@ constexpr size_t kGroup = 8;
 // then for the types with a min its F16 offset value), the level that represents zero
 // (kOffset), and the unsigned levels of the bytes after the header (the payload) as 32 bytes in
 // element order. Q8_0 and IQ4_NL weights are signed: |w| is the unsigned operand and the
-// activation takes w's sign. grouped_levels reads the payload as the grouped layout stores it
-// (dot_grouped.cc; Q5's high bits in another order).
+// activation takes w's sign. The Q5 types' grouped_levels read the payload as the grouped layout
+// stores it (dot_grouped.cc: the fifth bits in another order).
 struct Q8_0 {
   static constexpr size_t kBytes = 34;
   static constexpr size_t kHeader = 2;
@@ -60,7 +60,6 @@ struct Q8_0 {
   static constexpr bool kHasMin = false;
   static constexpr bool kSigned = true;
   static __m256i levels(const uint8_t* p) { return load_256(p); }
-  static __m256i grouped_levels(const uint8_t* p) { return levels(p); }
 };
 struct Q4_0 {
   static constexpr size_t kBytes = 18;
@@ -69,7 +68,6 @@ struct Q4_0 {
   static constexpr bool kHasMin = false;
   static constexpr bool kSigned = false;
   static __m256i levels(const uint8_t* p) { return unpack_nibbles_16(p); }
-  static __m256i grouped_levels(const uint8_t* p) { return levels(p); }
 };
 struct Q4_1 {
   static constexpr size_t kBytes = 20;
@@ -78,7 +76,6 @@ struct Q4_1 {
   static constexpr bool kHasMin = true;
   static constexpr bool kSigned = false;
   static __m256i levels(const uint8_t* p) { return unpack_nibbles_16(p); }
-  static __m256i grouped_levels(const uint8_t* p) { return levels(p); }
 };
 
 // Q5's fifth bits as 0x10 in the bytes of the elements that have it. As stored, bit j of the
@@ -135,7 +132,6 @@ struct IQ4_NL {
     const __m256i table = _mm256_broadcastsi128_si256(iq4_values_table());
     return _mm256_shuffle_epi8(table, unpack_nibbles_16(p));
   }
-  static __m256i grouped_levels(const uint8_t* p) { return levels(p); }
 };
 
 // Eight F16 values, `stride` bytes apart from p, as floats; lanes from m on are zero. (Whole
