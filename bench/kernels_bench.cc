@@ -98,6 +98,7 @@ std::unique_ptr<BandwidthBuffer> as_backend_holds(const KernelTable& kernels,
   const bool all = env != nullptr && std::string_view(env) == "all";
   if (ik.rows == 0 || w.n_rows % ik.rows != 0 || (w.k < ik.min_k && !all) ||
       (env != nullptr && std::string_view(env) == "0")) {
+    w.data = weights->data();
     return weights;
   }
   auto out = std::make_unique<BandwidthBuffer>(weights->size());

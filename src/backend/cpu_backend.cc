@@ -66,7 +66,8 @@ std::string CpuBackend::kernel_name(BackendOp op, TensorType type, MatmulMode mo
       const bool quantized = activation_type(type) != TensorType::kF32;
       const bool f32_path = mode.path == DotPath::kF32 && quantized;
       std::string name = variant + " ";
-      if (!f32_path && wk.matmul.tile != nullptr && mode.route != MatmulRoute::kStream) {
+      if (!f32_path && wk.matmul.tile != nullptr &&
+          (mode.route != MatmulRoute::kStream || wk.matmul.equals_dot)) {
         name += "tile." + type_name;
       } else {
         name += (f32_path ? "dot_f32." : "dot.") + type_name;

@@ -71,6 +71,10 @@ struct MatmulKernel {
   size_t (*tile_scratch_bytes)(size_t k);
   PrepareFn prepare;
   PreparedBytesFn prepared_bytes;
+  // The tile gives every column the bits `dot` gives it (a prompt's logits equal the same tokens
+  // decoded one at a time): the drivers then use it on MatmulRoute::kStream too, which asks for
+  // the streamed route's bits, not for its kernel.
+  bool equals_dot;
 };
 
 // Weights stored interleaved, for a level whose dot products run fastest with several rows side
@@ -89,6 +93,10 @@ struct InterleavedKernels {
   bool exact;
   // Rearranges n_rows rows (a multiple of `rows`; row r at w + r * row_stride) into `out`.
   void (*interleave)(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out);
+  // When set, every route hands `dot` activation columns transformed by `prepare` (as
+  // WeightKernels::dot_prepare); nullptr: the activation_type() columns themselves.
+  PrepareFn prepare;
+  PreparedBytesFn prepared_bytes;
   // DotTile over interleaved weights: w is the first group of the tile's rows, w_stride is
   // row_bytes(type, k) (a group spans rows * w_stride bytes) and n_rows a multiple of `rows`.
   DotTileFn dot;

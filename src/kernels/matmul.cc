@@ -29,8 +29,9 @@ struct Plan {
 bool use_tiles(const WeightKernels& wk, bool f32_path, size_t n_cols, MatmulRoute route) {
   if (f32_path || wk.matmul.tile == nullptr) return false;
   switch (route) {
-    case MatmulRoute::kStream:
-      return false;
+    case MatmulRoute::kStream:  // the streamed bits: a tile that gives them may run
+      if (!wk.matmul.equals_dot) return false;
+      break;
     case MatmulRoute::kTiled:
       return true;
     case MatmulRoute::kAuto:
@@ -53,6 +54,10 @@ Plan make_plan(const KernelTable& kernels, const WeightMatrix& w, size_t n_cols,
     SYN_CHECK(wk.interleaved.rows != 0 && w.n_rows % wk.interleaved.rows == 0 &&
                   kDotRowsPerTask % wk.interleaved.rows == 0,
               "matmul: interleaved weights this kernel level does not read");
+    if (!f32_path && wk.interleaved.prepare != nullptr) {
+      plan.prepare = wk.interleaved.prepare;
+      plan.prepared_bytes = align_up(wk.interleaved.prepared_bytes(w.k));
+    }
     return plan;
   }
   plan.packed = use_tiles(wk, f32_path, n_cols, route);

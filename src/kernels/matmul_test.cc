@@ -111,37 +111,55 @@ TEST(Matmul, ColumnBitsDoNotDependOnColumnCountOrThreads) {
   }
 }
 
-// On the AVX2 table a prefill tile does each (row, column)'s arithmetic exactly as the decode
-// stream does (the tile only unpacks the rows once), so a prompt's logits equal the ones the
-// same tokens get decoded one at a time. Checked for the 32-element block types, which have
-// AVX2 tiles; a tile that reorders a sum fails here.
-TEST(Matmul, Avx2TiledEqualsStreamedBitForBit) {
-  const KernelTable* avx2 = kernel_table_for(IsaLevel::kAvx2);
-  if (avx2 == nullptr) GTEST_SKIP() << "this CPU does not run AVX2";
+// A tile marked equals_dot does each (row, column)'s arithmetic exactly as the decode stream
+// does (it only unpacks its rows once), so a prompt's logits equal the ones the same tokens get
+// decoded one at a time -- and MatmulRoute::kStream, the service's route, may run it. Checked on
+// every table this CPU runs, for every type whose tile says so: many columns tiled against each
+// column alone; a tile that reorders a sum or rounds a scale one ulp off fails here. The AVX2
+// level's 32-element block types must say so (the service's prefill speed there depends on it).
+TEST(Matmul, TilesMarkedEqualToTheDotGiveTheDecodeBits) {
   const size_t rows = 53, k = 320, n_cols = 23;
   std::vector<float> x;
   for (size_t c = 0; c < n_cols; ++c) {
     const auto col = wave(k, 7.0f + 1.3f * static_cast<float>(c));
     x.insert(x.end(), col.begin(), col.end());
   }
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
-                          TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kIQ4_NL}) {
-    ASSERT_NE(avx2->weight(type).matmul.tile, nullptr) << tensor_type_name(type);
-    const Quantized q(type, rows, k);
-    const WeightMatrix w{type, q.data(), q.stride, rows, k};
-    std::vector<float> by_route[2];
-    for (MatmulRoute route : {MatmulRoute::kStream, MatmulRoute::kTiled}) {
-      ThreadPool pool(2);
-      std::vector<uint8_t> scratch(
-          matmul_scratch_bytes(*avx2, w, n_cols, 2, DotPath::kQuantized, route));
-      std::vector<float>& y = by_route[route == MatmulRoute::kTiled ? 1 : 0];
-      y.assign(rows * n_cols, NAN);
-      matmul(*avx2, w, x.data(), k, n_cols, y.data(), rows, scratch, pool, DotPath::kQuantized,
-             route);
+  if (const KernelTable* avx2 = kernel_table_for(IsaLevel::kAvx2); avx2 != nullptr) {
+    for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
+                            TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kIQ4_NL}) {
+      EXPECT_TRUE(avx2->weight(type).matmul.tile != nullptr && avx2->weight(type).matmul.equals_dot)
+          << tensor_type_name(type);
     }
-    EXPECT_EQ(std::memcmp(by_route[0].data(), by_route[1].data(), rows * n_cols * sizeof(float)), 0)
-        << tensor_type_name(type);
   }
+  size_t checked = 0;
+  for (const KernelTable* kernels : runnable_kernel_tables()) {
+    for (TensorType type : weight_types()) {
+      const MatmulKernel& tile = kernels->weight(type).matmul;
+      if (tile.tile == nullptr || !tile.equals_dot) continue;
+      ++checked;
+      const Quantized q(type, rows, k);
+      const WeightMatrix w{type, q.data(), q.stride, rows, k};
+      auto product = [&](size_t first, size_t cols, MatmulRoute route) {
+        ThreadPool pool(2);
+        std::vector<uint8_t> scratch(
+            matmul_scratch_bytes(*kernels, w, cols, 2, DotPath::kQuantized, route));
+        std::vector<float> y(rows * cols, NAN);
+        matmul(*kernels, w, x.data() + first * k, k, cols, y.data(), rows, scratch, pool,
+               DotPath::kQuantized, route);
+        return y;
+      };
+      for (MatmulRoute route : {MatmulRoute::kTiled, MatmulRoute::kStream}) {
+        const std::vector<float> tiled = product(0, n_cols, route);
+        for (size_t c = 0; c < n_cols; ++c) {
+          const std::vector<float> alone = product(c, 1, MatmulRoute::kStream);
+          EXPECT_EQ(std::memcmp(alone.data(), tiled.data() + c * rows, rows * sizeof(float)), 0)
+              << kernels->variant << " " << tensor_type_name(type) << " column " << c
+              << (route == MatmulRoute::kTiled ? " tiled" : " streamed");
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no kernel table this CPU runs has a tile equal to its dot";
 }
 
 TEST(Matmul, GroupEqualsSeparateProducts) {
@@ -188,7 +206,7 @@ TEST(Matmul, GroupEqualsSeparateProducts) {
 // over the stored rows; an embedding row is the dequantized stored row. A table that reorders a
 // block sum, misplaces a row, a scale or a Q5 fifth bit fails here.
 TEST(Matmul, RearrangedWeightsEqualTheStoredRowsBitForBit) {
-  const size_t rows = 72, k = 352, max_cols = 21;  // 11 blocks: a short last run
+  const size_t rows = 96, k = 352, max_cols = 21;  // 11 blocks: a short last run
   std::vector<float> x;
   for (size_t c = 0; c < max_cols; ++c) {
     const auto col = wave(k, 5.0f + 2.1f * static_cast<float>(c));

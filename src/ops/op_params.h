@@ -35,10 +35,12 @@ enum class DotPath : uint8_t {
   kF32,        // activations kept in F32: slower for quantized weights, no activation rounding
 };
 
-// Which kernels compute a product. kStream reads each weight row once per call (decode);
-// kTiled repacks weight tiles for a cache-tiled kernel where the type has one (prefill); kAuto
-// picks by the number of activation rows. The two round differently, so a batch-invariant
-// caller fixes one.
+// Which kernels compute a product. kStream gives every column the bits of reading each weight
+// row once per call (decode) -- through a tile where the level's tile gives those bits
+// (MatmulKernel::equals_dot); kTiled repacks weight tiles for a cache-tiled kernel where the type
+// has one (prefill); kAuto picks by the number of activation rows. Where a tile rounds
+// differently the two differ, so a batch-invariant caller fixes one. (Interleaved weights run
+// one kernel on every route.)
 enum class MatmulRoute : uint8_t { kAuto, kStream, kTiled };
 
 // One output of a grouped product (q|k|v, gate|up): the matrix and where its rows go.

@@ -37,9 +37,10 @@
 
 namespace synapse::serve {
 
-// Decoder options for serving: one matmul route for every step (MatmulRoute::kStream). With the
-// default kAuto the route follows the step's total row count and the routes round differently,
-// so a sequence's logits would depend on what else is batched with it.
+// Decoder options for serving: one matmul route for every step (MatmulRoute::kStream: the
+// streamed bits, through the tiles wherever they give them, and interleaved weights' one kernel).
+// With the default kAuto the route follows the step's total row count, and where a level's tile
+// rounds differently a sequence's logits would depend on what else is batched with it.
 DecoderOptions serving_decoder_options(uint32_t n_ctx = 0);
 // Whether the model's plan gives every sequence the same logits whatever the batch.
 bool batch_invariant(const DecoderModel& model);

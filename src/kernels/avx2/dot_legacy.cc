@@ -16,6 +16,8 @@ void set(KernelTable& table, TensorType type) {
   k.matmul.tile = tile<StoredRows<W>>;
   k.matmul.rows_per_tile = kRowsPerTile;
   k.matmul.tile_scratch_bytes = tile_scratch_bytes<StoredRows<W>>;
+  // The tile unpacks its rows once and runs the decode arithmetic on them (legacy_blocks.h).
+  k.matmul.equals_dot = true;
 }
 
 }  // namespace

@@ -167,6 +167,7 @@ void set(KernelTable& table, TensorType type) {
   k.matmul.tile_scratch_bytes = tile_scratch_bytes;
   k.matmul.prepare = nullptr;
   k.matmul.prepared_bytes = nullptr;
+  k.matmul.equals_dot = false;  // 32 x 12 register tiles sum in another order than `dot`
 }
 
 }  // namespace

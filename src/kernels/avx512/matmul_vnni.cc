@@ -435,6 +435,9 @@ void set(KernelTable& table, TensorType type) {
   m.tile_scratch_bytes = tile_scratch_bytes<W>;
   m.prepare = prepare<W>;
   m.prepared_bytes = prepared_bytes<W>;
+  // Whole sub-block sums scaled per row, where the decode dots scale four-element lanes: the
+  // routes round differently (Q8_0 matrices are interleaved instead: dot_interleaved_vnni.cc).
+  m.equals_dot = false;
 }
 
 }  // namespace

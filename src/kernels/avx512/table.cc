@@ -16,6 +16,8 @@ void fill_table(KernelTable& table, bool vnni) {
     for (WeightKernels& k : table.weights) {
       if (k.dot != nullptr && k.interleaved.rows != 0) k.interleaved = InterleavedKernels{};
     }
+    // Except Q8_0's sixteen-row groups: one kernel for every route, equal to the reference.
+    fill_interleaved_dots_vnni(table);
   }
 }
 

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+// Q8_0 weights interleaved sixteen rows to a vector for the AVX-512 VNNI level
+// (InterleavedKernels, kernels/kernel_table.h): one kernel for decode, batched decode and prefill.
+//
+// Why: over the rows as stored, this level's decode (dot_legacy_vnni.cc) sums four-element
+// slices per lane and scales each lane, while its prefill tile (matmul_vnni.cc) sums whole
+// blocks per row and scales twice: the two routes round differently, so a service that wants a
+// sequence's output independent of its batch had to run every step, prefill included, on the
+// decode kernel (issue 17, item 1). Here each lane adds up its row's whole block in int32 and
+// blocks are combined as the scalar reference does -- block = float(sum) * (dw * dx), acc += block,
+// blocks in order, no FMA -- so every route equals the reference bit for bit, whatever the batch,
+// the column tiling or the threads. A register block is one group (16 rows) x up to 8 columns:
+// each 64-byte slice of levels, loaded once, feeds one vpdpbusd per column.
+//
+// Layout, by pairs of sixteen-row groups (the bytes of the 32 rows, 1088 per block): the levels
+// of the first group, of the second, then the scales of the first and of the second. A group's
+// levels are 512 bytes per block -- for each four-element slice s = 0..7 of a block, the sixteen
+// rows' four values of that slice plus 128 (unsigned, as vpdpbusd multiplies them; lane l = row
+// l) -- and its scales sixteen F16 per block. Levels apart from the scales, and groups paired
+// (a pair is a multiple of 64 bytes long, a lone group of odd length is not), keep every 64-byte
+// load of levels inside one cache line.
+//
+// Activations are prepared once per column: the int8 values, then per block the correction
+// -128 * sum(x) (the start of each vpdpbusd chain: it makes the unsigned levels signed again,
+// exactly) and the scale dx as a float.
+#include <cstring>
+
+#include "kernels/avx2/simd_avx2.h"
+#include "kernels/avx512/avx512_internal.h"
+#include "kernels/ref/ref_kernels.h"
+#include "kernels/thread_scratch.h"
+
+namespace synapse::avx512 {
+namespace {
+
+using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
+
+constexpr size_t kQK = 32;
+constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
+constexpr size_t kGroupRows = 16;
+constexpr size_t kPairRows = 2 * kGroupRows;      // the layout's unit: InterleavedKernels::rows
+constexpr size_t kSlices = kQK / 4;               // four-element slices per block
+constexpr size_t kScaleBytes = kGroupRows * 2;    // sixteen F16 scales per block
+constexpr size_t kLevelBytes = kGroupRows * kQK;  // 512 per block
+constexpr size_t kMaxColumns = 8;
+// Groups a pass of many columns keeps in L2 (two groups of k = 4864 are 170 KiB) while every
+// column block runs against them.
+constexpr size_t kGroupsPerPass = 2;
+// Decode reads this many far-apart groups side by side, each prefetched this far ahead.
+constexpr size_t kStreams = 2;
+constexpr size_t kPrefetchBytes = 4096;
+
+// The stored rows' F32-activation product, which the interleaved rows' dot_f32 runs on rows
+// restored to their stored order (so the two are equal by construction). Set by
+// fill_interleaved_dots_vnni from the table it fills.
+DotTileFn g_stored_dot_f32 = nullptr;
+
+// Where group g's levels and scales start in a matrix or tile whose first row starts a pair.
+struct Group {
+  size_t levels;
+  size_t scales;
+  Group(size_t g, size_t n_blocks) {
+    const size_t pair = g / 2 * 2 * n_blocks * (kLevelBytes + kScaleBytes);
+    levels = pair + g % 2 * n_blocks * kLevelBytes;
+    scales = pair + 2 * n_blocks * kLevelBytes + g % 2 * n_blocks * kScaleBytes;
+  }
+};
+
+void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out) {
+  const size_t n_blocks = k / kQK;
+  for (size_t g = 0; g < n_rows / kGroupRows; ++g) {
+    const Group at(g, n_blocks);
+    for (size_t lane = 0; lane < kGroupRows; ++lane) {
+      const uint8_t* row = w + (g * kGroupRows + lane) * row_stride;
+      for (size_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* block = row + b * kQ8Bytes;
+        std::memcpy(out + at.scales + b * kScaleBytes + 2 * lane, block, 2);
+        for (size_t s = 0; s < kSlices; ++s) {
+          const uint32_t level = load_u32(block + 2 + 4 * s) ^ 0x80808080u;
+          std::memcpy(out + at.levels + b * kLevelBytes + s * 64 + 4 * lane, &level, 4);
+        }
+      }
+    }
+  }
+}
+
+// Row r (< 32) of the pair at `pair`, as stored (Q8_0 blocks).
+void stored_row(const uint8_t* pair, size_t n_blocks, size_t r, uint8_t* row) {
+  const Group at(r / kGroupRows, n_blocks);
+  const size_t lane = r % kGroupRows;
+  for (size_t b = 0; b < n_blocks; ++b) {
+    uint8_t* block = row + b * kQ8Bytes;
+    std::memcpy(block, pair + at.scales + b * kScaleBytes + 2 * lane, 2);
+    for (size_t s = 0; s < kSlices; ++s) {
+      const uint32_t value =
+          load_u32(pair + at.levels + b * kLevelBytes + s * 64 + 4 * lane) ^ 0x80808080u;
+      std::memcpy(block + 2 + 4 * s, &value, 4);
+    }
+  }
+}
+
+void dequantize_row(const uint8_t* pair, size_t r, size_t k, float* y) {
+  uint8_t* row = thread_scratch(k / kQK * kQ8Bytes);
+  stored_row(pair, k / kQK, r, row);
+  ref::dequantize(TensorType::kQ8_0, row, y, k);
+}
+
+// A prepared column: k int8 values, then per block {int32 correction, float dx}.
+struct Prepared {
+  size_t blocks;  // byte offset of the per-block pairs
+  size_t bytes;
+  explicit Prepared(size_t k)
+      : blocks((k + 63) / 64 * 64), bytes(blocks + (k / kQK * 8 + 63) / 64 * 64) {}
+};
+
+size_t prepared_bytes(size_t k) { return Prepared(k).bytes; }
+
+void prepare(const uint8_t* x, size_t k, uint8_t* out) {
+  const Prepared p(k);
+  std::memset(out, 0, p.bytes);
+  for (size_t b = 0; b < k / kQK; ++b) {
+    const uint8_t* block = x + b * kQ8Bytes;
+    std::memcpy(out + b * kQK, block + 2, kQK);
+    int32_t sum = 0;
+    for (size_t e = 0; e < kQK; ++e) sum += static_cast<int8_t>(block[2 + e]);
+    const int32_t correction = -128 * sum;
+    const float dx = f16_to_f32(load_u16(block));
+    std::memcpy(out + p.blocks + 8 * b, &correction, 4);
+    std::memcpy(out + p.blocks + 8 * b + 4, &dx, 4);
+  }
+}
+
+// G groups (16 rows each: group i's levels and scales at levels[i] and scales[i], its outputs at
+// y[i][c * y_stride + lane]) x C columns over all blocks. Each (row, column)'s arithmetic is the
+// same whatever G and C.
+template <size_t G, size_t C>
+void group_kernel(const uint8_t* const (&levels)[G], const uint8_t* const (&scales)[G],
+                  size_t n_blocks, const uint8_t* x, size_t x_stride, size_t x_blocks,
+                  float* const (&y)[G], size_t y_stride) {
+  __m512 acc[G][C];
+#pragma GCC unroll 8
+  for (size_t i = 0; i < G; ++i) {
+#pragma GCC unroll 8
+    for (size_t c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+  }
+  for (size_t b = 0; b < n_blocks; ++b) {
+    __m512i q[G][kSlices];
+    __m512 dw[G];
+#pragma GCC unroll 8
+    for (size_t i = 0; i < G; ++i) {
+      const uint8_t* block = levels[i] + b * kLevelBytes;
+#pragma GCC unroll 8
+      for (size_t line = 0; line < kLevelBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + line), _MM_HINT_T0);
+      }
+      if (b % 2 == 0) {
+        _mm_prefetch(
+            reinterpret_cast<const char*>(scales[i] + b * kScaleBytes + kPrefetchBytes / 16),
+            _MM_HINT_T0);
+      }
+#pragma GCC unroll 8
+      for (size_t s = 0; s < kSlices; ++s) q[i][s] = _mm512_loadu_si512(block + 64 * s);
+      dw[i] = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales[i] + b * kScaleBytes)));
+    }
+#pragma GCC unroll 8
+    for (size_t c = 0; c < C; ++c) {
+      const uint8_t* xc = x + c * x_stride;
+      const auto* xq = reinterpret_cast<const int32_t*>(xc + b * kQK);
+      const uint8_t* pair = xc + x_blocks + 8 * b;
+      int32_t correction;
+      float dx;
+      std::memcpy(&correction, pair, 4);
+      std::memcpy(&dx, pair + 4, 4);
+#pragma GCC unroll 8
+      for (size_t i = 0; i < G; ++i) {
+        // Two chains (exact integers: their order does not matter) halve the dependency latency.
+        __m512i even = _mm512_set1_epi32(correction), odd = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (size_t s = 0; s < kSlices; s += 2) {
+          even = _mm512_dpbusd_epi32(even, q[i][s], _mm512_set1_epi32(xq[s]));
+          odd = _mm512_dpbusd_epi32(odd, q[i][s + 1], _mm512_set1_epi32(xq[s + 1]));
+        }
+        const __m512 sum = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
+        acc[i][c] =
+            _mm512_add_ps(acc[i][c], _mm512_mul_ps(sum, _mm512_mul_ps(dw[i], _mm512_set1_ps(dx))));
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t i = 0; i < G; ++i) {
+#pragma GCC unroll 8
+    for (size_t c = 0; c < C; ++c) _mm512_storeu_ps(y[i] + c * y_stride, acc[i][c]);
+  }
+}
+
+// Decode: kStreams far-apart groups side by side (their own sequential streams in the
+// out-of-order window), then the groups left over one at a time.
+void decode(const DotTile& t, size_t n_blocks, size_t x_blocks) {
+  const size_t n_groups = t.n_rows / kGroupRows;
+  const size_t part = n_groups / kStreams;
+  for (size_t g = 0; g < part; ++g) {
+    const uint8_t* levels[kStreams];
+    const uint8_t* scales[kStreams];
+    float* y[kStreams];
+    for (size_t p = 0; p < kStreams; ++p) {
+      const Group at(p * part + g, n_blocks);
+      levels[p] = t.w + at.levels;
+      scales[p] = t.w + at.scales;
+      y[p] = t.y + (p * part + g) * kGroupRows;
+    }
+    group_kernel<kStreams, 1>(levels, scales, n_blocks, t.x, t.x_stride, x_blocks, y, t.y_stride);
+  }
+  for (size_t g = kStreams * part; g < n_groups; ++g) {
+    const Group at(g, n_blocks);
+    const uint8_t* levels[1] = {t.w + at.levels};
+    const uint8_t* scales[1] = {t.w + at.scales};
+    float* y[1] = {t.y + g * kGroupRows};
+    group_kernel<1, 1>(levels, scales, n_blocks, t.x, t.x_stride, x_blocks, y, t.y_stride);
+  }
+}
+
+void dot(const DotTile& t) {
+  const size_t n_blocks = t.k / kQK;
+  const size_t n_groups = t.n_rows / kGroupRows;
+  const size_t x_blocks = Prepared(t.k).blocks;
+  if (t.n_cols == 1) {
+    decode(t, n_blocks, x_blocks);
+    return;
+  }
+  for (size_t g0 = 0; g0 < n_groups; g0 += kGroupsPerPass) {
+    const size_t groups = n_groups - g0 < kGroupsPerPass ? n_groups - g0 : kGroupsPerPass;
+    for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
+      for (size_t g = g0; g < g0 + groups; ++g) {
+        const Group at(g, n_blocks);
+        const uint8_t* levels[1] = {t.w + at.levels};
+        const uint8_t* scales[1] = {t.w + at.scales};
+        float* y[1] = {t.y + c * t.y_stride + g * kGroupRows};
+        group_kernel<1, C>(levels, scales, n_blocks, t.x + c * t.x_stride, t.x_stride, x_blocks, y,
+                           t.y_stride);
+      }
+    });
+  }
+}
+
+// F32 activations: the stored rows' own product over each group's rows restored to their stored
+// order, so the F32 path gives the same bits interleaved or not.
+void dot_f32(const DotTile& t) {
+  const size_t n_blocks = t.k / kQK;
+  const size_t row_bytes = n_blocks * kQ8Bytes;
+  uint8_t* rows = thread_scratch(kPairRows * row_bytes);
+  for (size_t p = 0; p < t.n_rows / kPairRows; ++p) {
+    const uint8_t* pair = t.w + p * kPairRows * t.w_stride;
+    for (size_t r = 0; r < kPairRows; ++r) stored_row(pair, n_blocks, r, rows + r * row_bytes);
+    DotTile stored = t;
+    stored.w = rows;
+    stored.w_stride = row_bytes;
+    stored.n_rows = kPairRows;
+    stored.y = t.y + p * kPairRows;
+    g_stored_dot_f32(stored);
+  }
+}
+
+}  // namespace
+
+void fill_interleaved_dots_vnni(KernelTable& table) {
+  WeightKernels& w = table.weights[static_cast<uint32_t>(TensorType::kQ8_0)];
+  g_stored_dot_f32 = w.dot_f32;
+  InterleavedKernels& k = w.interleaved;
+  k.rows = kPairRows;
+  k.min_k = 0;
+  k.exact = true;
+  k.interleave = interleave;
+  k.prepare = prepare;
+  k.prepared_bytes = prepared_bytes;
+  k.dot = dot;
+  k.dot_f32 = dot_f32;
+  k.dequantize_row = dequantize_row;
+}
+
+}  // namespace synapse::avx512
