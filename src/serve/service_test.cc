@@ -201,14 +201,15 @@ void ServiceTest::expect_batch_invariant() {
   EXPECT_TRUE(decode_row_equal_alone_and_beside_prefill(*model_, a, b));
 }
 
-// Known kernel gap (issue 17, item 1): with the default MatmulRoute::kAuto the route is chosen
-// from the step's total row count (tiled from kMatmulMinColumns rows on), and where a level's tile
-// rounds differently from its decode kernel a decode row's logits change (by ~1e-6) when a
-// prefill shares its step: AVX-512's float tiles and the VNNI tiles of the stored quantized types
-// other than Q8_0 (AVX2's tiles and VNNI's interleaved Q8_0 give the decode bits; see
-// Matmul.TilesMarkedEqualToTheDotGiveTheDecodeBits). The service avoids it by opening models with
-// serving_decoder_options(); run with --gtest_also_run_disabled_tests to see it.
-TEST_F(ServiceTest, DISABLED_AutoRouteLogitsIndependentOfTheBatch) {
+// With the default MatmulRoute::kAuto the route is chosen from the step's total row count (tiled
+// from kMatmulMinColumns rows on). For the suite's Q8_0 matrices every kernel level gives the
+// tiles the decode kernels' bits (scalar: no tiles; AVX2 and AVX-512 without VNNI: tiles marked
+// equals_dot; AVX-512 VNNI: Q8_0 interleaved, one kernel on every route), so a decode row's logits
+// do not change when a prefill shares its step, even off the serving options. (Tiles that still
+// round differently -- AVX-512's float tiles, VNNI's tiles of the other quantized types -- are
+// listed in src/kernels/README.md; the service opens models with serving_decoder_options(), which
+// never runs them.)
+TEST_F(ServiceTest, AutoRouteLogitsIndependentOfTheBatch) {
   auto model = DecoderModel::open(*path_, *backend_);
   ASSERT_TRUE(model.ok());
   EXPECT_FALSE(batch_invariant(**model));
