@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Q8_0 weights interleaved sixteen rows to a vector for the AVX-512 VNNI level
+// Q8_0, Q4_0 and IQ4_NL weights interleaved sixteen rows to a vector for the AVX-512 VNNI level
 // (InterleavedKernels, kernels/kernel_table.h): one kernel for decode, batched decode and prefill.
 //
 // Why: over the rows as stored, this level's decode (dot_legacy_vnni.cc) sums four-element
@@ -12,17 +12,18 @@
 // the column tiling or the threads. A register block is one group (16 rows) x up to 8 columns:
 // each 64-byte slice of levels, loaded once, feeds one vpdpbusd per column.
 //
-// Layout, by pairs of sixteen-row groups (the bytes of the 32 rows, 1088 per block): the levels
-// of the first group, of the second, then the scales of the first and of the second. A group's
-// levels are 512 bytes per block -- for each four-element slice s = 0..7 of a block, the sixteen
-// rows' four values of that slice plus 128 (unsigned, as vpdpbusd multiplies them; lane l = row
-// l) -- and its scales sixteen F16 per block. Levels apart from the scales, and groups paired
-// (a pair is a multiple of 64 bytes long, a lone group of odd length is not), keep every 64-byte
-// load of levels inside one cache line.
+// Layout, by pairs of sixteen-row groups (the bytes of the 32 rows: 1088 per Q8_0 block, 576 per
+// Q4_0 one): the levels of the first group, of the second, then the scales of the first and of
+// the second. A Q8_0 group's levels are 512 bytes per block -- for each four-element slice
+// s = 0..7 of a block, the sixteen rows' four values of that slice plus 128 (unsigned, as vpdpbusd
+// multiplies them; lane l = row l); a Q4_0 / IQ4_NL group's 256, the rows' nibble bytes four at a
+// time (see Nibbles) -- and its scales are sixteen F16 per block. Levels apart from the scales, and
+// groups paired (a pair is a multiple of 64 bytes long, a lone group of odd length is not), keep
+// every 64-byte load of levels inside one cache line.
 //
 // Activations are prepared once per column: the int8 values, then per block the correction
-// -128 * sum(x) (the start of each vpdpbusd chain: it makes the unsigned levels signed again,
-// exactly) and the scale dx as a float.
+// -offset * sum(x) (the start of each vpdpbusd chain: it makes the unsigned levels signed again,
+// exactly; offset 128 for Q8_0 and IQ4_NL, 8 for Q4_0) and the scale dx as a float.
 #include <cstring>
 
 #include "kernels/avx2/simd_avx2.h"
@@ -38,71 +39,136 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 constexpr size_t kQK = 32;
 constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
 constexpr size_t kGroupRows = 16;
-constexpr size_t kPairRows = 2 * kGroupRows;      // the layout's unit: InterleavedKernels::rows
-constexpr size_t kSlices = kQK / 4;               // four-element slices per block
-constexpr size_t kScaleBytes = kGroupRows * 2;    // sixteen F16 scales per block
-constexpr size_t kLevelBytes = kGroupRows * kQK;  // 512 per block
+constexpr size_t kPairRows = 2 * kGroupRows;    // the layout's unit: InterleavedKernels::rows
+constexpr size_t kSlices = kQK / 4;             // four-element slices per block
+constexpr size_t kScaleBytes = kGroupRows * 2;  // sixteen F16 scales per block
 constexpr size_t kMaxColumns = 8;
-// Groups a pass of many columns keeps in L2 (two groups of k = 4864 are 170 KiB) while every
-// column block runs against them.
+// Groups a pass of many columns keeps in L2 (two Q8_0 groups of k = 4864 are 170 KiB) while
+// every column block runs against them.
 constexpr size_t kGroupsPerPass = 2;
 // Decode reads this many far-apart groups side by side, each prefetched this far ahead.
 constexpr size_t kStreams = 2;
 constexpr size_t kPrefetchBytes = 4096;
 
-// The stored rows' F32-activation product, which the interleaved rows' dot_f32 runs on rows
-// restored to their stored order (so the two are equal by construction). Set by
+// The types: how a block's payload (after its F16 scale) is laid out in a group's levels, and how
+// one block of a group's levels becomes kSlices vectors of unsigned levels, slice s holding the
+// sixteen rows' elements 4s..4s+3 (level = value + kOffset).
+struct Q8_0 {  // 8 slices of 64 bytes: the values plus 128
+  static constexpr TensorType kType = TensorType::kQ8_0;
+  static constexpr size_t kMinK = 0;
+  static constexpr size_t kBytes = 34;
+  static constexpr size_t kLevelBytes = kGroupRows * 32;
+  static constexpr int kOffset = 128;
+  static void put(const uint8_t* payload, size_t lane, uint8_t* levels) {
+    for (size_t s = 0; s < kSlices; ++s) {
+      const uint32_t level = load_u32(payload + 4 * s) ^ 0x80808080u;
+      std::memcpy(levels + s * 64 + 4 * lane, &level, 4);
+    }
+  }
+  static void take(const uint8_t* levels, size_t lane, uint8_t* payload) {
+    for (size_t s = 0; s < kSlices; ++s) {
+      const uint32_t value = load_u32(levels + s * 64 + 4 * lane) ^ 0x80808080u;
+      std::memcpy(payload + 4 * s, &value, 4);
+    }
+  }
+  static void load(const uint8_t* levels, __m512i (&q)[kSlices]) {
+#pragma GCC unroll 8
+    for (size_t s = 0; s < kSlices; ++s) q[s] = _mm512_loadu_si512(levels + 64 * s);
+  }
+};
+
+// Q4_0 and IQ4_NL: byte j of a block's 16 holds element j (low nibble) and j + 16 (high), so
+// the stored bytes 4j..4j+3 in lane l of vector j give slices j and 4 + j; nothing is rewritten.
+template <TensorType kT, int kOff, bool kLookup>
+struct Nibbles {
+  static constexpr TensorType kType = kT;
+  // Shorter rows stay as stored: Q4_0 decode of 896-element rows measured 7-30% slower
+  // interleaved (kernels_bench Matvec 896x4864 and 896x151936, 2 threads, alternating), though
+  // 8-16 columns ran 1.7x faster; 4864-element rows were as fast or faster in every figure.
+  static constexpr size_t kMinK = 2048;
+  static constexpr size_t kBytes = 18;
+  static constexpr size_t kLevelBytes = kGroupRows * 16;
+  static constexpr int kOffset = kOff;
+  static void put(const uint8_t* payload, size_t lane, uint8_t* levels) {
+    for (size_t j = 0; j < 4; ++j) std::memcpy(levels + j * 64 + 4 * lane, payload + 4 * j, 4);
+  }
+  static void take(const uint8_t* levels, size_t lane, uint8_t* payload) {
+    for (size_t j = 0; j < 4; ++j) std::memcpy(payload + 4 * j, levels + j * 64 + 4 * lane, 4);
+  }
+  static void load(const uint8_t* levels, __m512i (&q)[kSlices]) {
+    const __m512i mask = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (size_t j = 0; j < 4; ++j) {
+      const __m512i packed = _mm512_loadu_si512(levels + 64 * j);
+      q[j] = _mm512_and_si512(packed, mask);
+      q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), mask);
+      if constexpr (kLookup) {  // IQ4_NL: the nibble indexes kIq4Values; level = value + 128
+        const __m512i table = _mm512_broadcast_i32x4(iq4_levels_table());
+        q[j] = _mm512_shuffle_epi8(table, q[j]);
+        q[4 + j] = _mm512_shuffle_epi8(table, q[4 + j]);
+      }
+    }
+  }
+};
+using Q4_0 = Nibbles<TensorType::kQ4_0, 8, false>;
+using IQ4_NL = Nibbles<TensorType::kIQ4_NL, 128, true>;
+
+// The stored rows' F32-activation product of each type, which the interleaved rows' dot_f32
+// runs on rows restored to their stored order (so the two are equal by construction). Set by
 // fill_interleaved_dots_vnni from the table it fills.
-DotTileFn g_stored_dot_f32 = nullptr;
+DotTileFn g_stored_dot_f32[3] = {};
+template <typename W>
+DotTileFn& stored_dot_f32() {
+  if constexpr (W::kType == TensorType::kQ8_0) return g_stored_dot_f32[0];
+  if constexpr (W::kType == TensorType::kQ4_0) return g_stored_dot_f32[1];
+  return g_stored_dot_f32[2];
+}
 
 // Where group g's levels and scales start in a matrix or tile whose first row starts a pair.
+template <typename W>
 struct Group {
   size_t levels;
   size_t scales;
   Group(size_t g, size_t n_blocks) {
-    const size_t pair = g / 2 * 2 * n_blocks * (kLevelBytes + kScaleBytes);
-    levels = pair + g % 2 * n_blocks * kLevelBytes;
-    scales = pair + 2 * n_blocks * kLevelBytes + g % 2 * n_blocks * kScaleBytes;
+    const size_t pair = g / 2 * 2 * n_blocks * (W::kLevelBytes + kScaleBytes);
+    levels = pair + g % 2 * n_blocks * W::kLevelBytes;
+    scales = pair + 2 * n_blocks * W::kLevelBytes + g % 2 * n_blocks * kScaleBytes;
   }
 };
 
+template <typename W>
 void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out) {
   const size_t n_blocks = k / kQK;
   for (size_t g = 0; g < n_rows / kGroupRows; ++g) {
-    const Group at(g, n_blocks);
+    const Group<W> at(g, n_blocks);
     for (size_t lane = 0; lane < kGroupRows; ++lane) {
       const uint8_t* row = w + (g * kGroupRows + lane) * row_stride;
       for (size_t b = 0; b < n_blocks; ++b) {
-        const uint8_t* block = row + b * kQ8Bytes;
+        const uint8_t* block = row + b * W::kBytes;
         std::memcpy(out + at.scales + b * kScaleBytes + 2 * lane, block, 2);
-        for (size_t s = 0; s < kSlices; ++s) {
-          const uint32_t level = load_u32(block + 2 + 4 * s) ^ 0x80808080u;
-          std::memcpy(out + at.levels + b * kLevelBytes + s * 64 + 4 * lane, &level, 4);
-        }
+        W::put(block + 2, lane, out + at.levels + b * W::kLevelBytes);
       }
     }
   }
 }
 
-// Row r (< 32) of the pair at `pair`, as stored (Q8_0 blocks).
+// Row r (< 32) of the pair at `pair`, as stored.
+template <typename W>
 void stored_row(const uint8_t* pair, size_t n_blocks, size_t r, uint8_t* row) {
-  const Group at(r / kGroupRows, n_blocks);
+  const Group<W> at(r / kGroupRows, n_blocks);
   const size_t lane = r % kGroupRows;
   for (size_t b = 0; b < n_blocks; ++b) {
-    uint8_t* block = row + b * kQ8Bytes;
+    uint8_t* block = row + b * W::kBytes;
     std::memcpy(block, pair + at.scales + b * kScaleBytes + 2 * lane, 2);
-    for (size_t s = 0; s < kSlices; ++s) {
-      const uint32_t value =
-          load_u32(pair + at.levels + b * kLevelBytes + s * 64 + 4 * lane) ^ 0x80808080u;
-      std::memcpy(block + 2 + 4 * s, &value, 4);
-    }
+    W::take(pair + at.levels + b * W::kLevelBytes, lane, block + 2);
   }
 }
 
+template <typename W>
 void dequantize_row(const uint8_t* pair, size_t r, size_t k, float* y) {
-  uint8_t* row = thread_scratch(k / kQK * kQ8Bytes);
-  stored_row(pair, k / kQK, r, row);
-  ref::dequantize(TensorType::kQ8_0, row, y, k);
+  uint8_t* row = thread_scratch(k / kQK * W::kBytes);
+  stored_row<W>(pair, k / kQK, r, row);
+  ref::dequantize(W::kType, row, y, k);
 }
 
 // A prepared column: k int8 values, then per block {int32 correction, float dx}.
@@ -115,6 +181,7 @@ struct Prepared {
 
 size_t prepared_bytes(size_t k) { return Prepared(k).bytes; }
 
+template <typename W>
 void prepare(const uint8_t* x, size_t k, uint8_t* out) {
   const Prepared p(k);
   std::memset(out, 0, p.bytes);
@@ -123,7 +190,7 @@ void prepare(const uint8_t* x, size_t k, uint8_t* out) {
     std::memcpy(out + b * kQK, block + 2, kQK);
     int32_t sum = 0;
     for (size_t e = 0; e < kQK; ++e) sum += static_cast<int8_t>(block[2 + e]);
-    const int32_t correction = -128 * sum;
+    const int32_t correction = -W::kOffset * sum;
     const float dx = f16_to_f32(load_u16(block));
     std::memcpy(out + p.blocks + 8 * b, &correction, 4);
     std::memcpy(out + p.blocks + 8 * b + 4, &dx, 4);
@@ -133,7 +200,7 @@ void prepare(const uint8_t* x, size_t k, uint8_t* out) {
 // G groups (16 rows each: group i's levels and scales at levels[i] and scales[i], its outputs at
 // y[i][c * y_stride + lane]) x C columns over all blocks. Each (row, column)'s arithmetic is the
 // same whatever G and C.
-template <size_t G, size_t C>
+template <typename W, size_t G, size_t C>
 void group_kernel(const uint8_t* const (&levels)[G], const uint8_t* const (&scales)[G],
                   size_t n_blocks, const uint8_t* x, size_t x_stride, size_t x_blocks,
                   float* const (&y)[G], size_t y_stride) {
@@ -148,9 +215,9 @@ void group_kernel(const uint8_t* const (&levels)[G], const uint8_t* const (&scal
     __m512 dw[G];
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
-      const uint8_t* block = levels[i] + b * kLevelBytes;
+      const uint8_t* block = levels[i] + b * W::kLevelBytes;
 #pragma GCC unroll 8
-      for (size_t line = 0; line < kLevelBytes; line += 64) {
+      for (size_t line = 0; line < W::kLevelBytes; line += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + line), _MM_HINT_T0);
       }
       if (b % 2 == 0) {
@@ -158,8 +225,7 @@ void group_kernel(const uint8_t* const (&levels)[G], const uint8_t* const (&scal
             reinterpret_cast<const char*>(scales[i] + b * kScaleBytes + kPrefetchBytes / 16),
             _MM_HINT_T0);
       }
-#pragma GCC unroll 8
-      for (size_t s = 0; s < kSlices; ++s) q[i][s] = _mm512_loadu_si512(block + 64 * s);
+      W::load(block, q[i]);
       dw[i] = _mm512_cvtph_ps(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales[i] + b * kScaleBytes)));
     }
@@ -196,6 +262,7 @@ void group_kernel(const uint8_t* const (&levels)[G], const uint8_t* const (&scal
 
 // Decode: kStreams far-apart groups side by side (their own sequential streams in the
 // out-of-order window), then the groups left over one at a time.
+template <typename W>
 void decode(const DotTile& t, size_t n_blocks, size_t x_blocks) {
   const size_t n_groups = t.n_rows / kGroupRows;
   const size_t part = n_groups / kStreams;
@@ -204,40 +271,42 @@ void decode(const DotTile& t, size_t n_blocks, size_t x_blocks) {
     const uint8_t* scales[kStreams];
     float* y[kStreams];
     for (size_t p = 0; p < kStreams; ++p) {
-      const Group at(p * part + g, n_blocks);
+      const Group<W> at(p * part + g, n_blocks);
       levels[p] = t.w + at.levels;
       scales[p] = t.w + at.scales;
       y[p] = t.y + (p * part + g) * kGroupRows;
     }
-    group_kernel<kStreams, 1>(levels, scales, n_blocks, t.x, t.x_stride, x_blocks, y, t.y_stride);
+    group_kernel<W, kStreams, 1>(levels, scales, n_blocks, t.x, t.x_stride, x_blocks, y,
+                                 t.y_stride);
   }
   for (size_t g = kStreams * part; g < n_groups; ++g) {
-    const Group at(g, n_blocks);
+    const Group<W> at(g, n_blocks);
     const uint8_t* levels[1] = {t.w + at.levels};
     const uint8_t* scales[1] = {t.w + at.scales};
     float* y[1] = {t.y + g * kGroupRows};
-    group_kernel<1, 1>(levels, scales, n_blocks, t.x, t.x_stride, x_blocks, y, t.y_stride);
+    group_kernel<W, 1, 1>(levels, scales, n_blocks, t.x, t.x_stride, x_blocks, y, t.y_stride);
   }
 }
 
+template <typename W>
 void dot(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
   const size_t n_groups = t.n_rows / kGroupRows;
   const size_t x_blocks = Prepared(t.k).blocks;
   if (t.n_cols == 1) {
-    decode(t, n_blocks, x_blocks);
+    decode<W>(t, n_blocks, x_blocks);
     return;
   }
   for (size_t g0 = 0; g0 < n_groups; g0 += kGroupsPerPass) {
     const size_t groups = n_groups - g0 < kGroupsPerPass ? n_groups - g0 : kGroupsPerPass;
     for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
       for (size_t g = g0; g < g0 + groups; ++g) {
-        const Group at(g, n_blocks);
+        const Group<W> at(g, n_blocks);
         const uint8_t* levels[1] = {t.w + at.levels};
         const uint8_t* scales[1] = {t.w + at.scales};
         float* y[1] = {t.y + c * t.y_stride + g * kGroupRows};
-        group_kernel<1, C>(levels, scales, n_blocks, t.x + c * t.x_stride, t.x_stride, x_blocks, y,
-                           t.y_stride);
+        group_kernel<W, 1, C>(levels, scales, n_blocks, t.x + c * t.x_stride, t.x_stride, x_blocks,
+                              y, t.y_stride);
       }
     });
   }
@@ -245,37 +314,45 @@ void dot(const DotTile& t) {
 
 // F32 activations: the stored rows' own product over each group's rows restored to their stored
 // order, so the F32 path gives the same bits interleaved or not.
+template <typename W>
 void dot_f32(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
-  const size_t row_bytes = n_blocks * kQ8Bytes;
+  const size_t row_bytes = n_blocks * W::kBytes;
   uint8_t* rows = thread_scratch(kPairRows * row_bytes);
   for (size_t p = 0; p < t.n_rows / kPairRows; ++p) {
     const uint8_t* pair = t.w + p * kPairRows * t.w_stride;
-    for (size_t r = 0; r < kPairRows; ++r) stored_row(pair, n_blocks, r, rows + r * row_bytes);
+    for (size_t r = 0; r < kPairRows; ++r) stored_row<W>(pair, n_blocks, r, rows + r * row_bytes);
     DotTile stored = t;
     stored.w = rows;
     stored.w_stride = row_bytes;
     stored.n_rows = kPairRows;
     stored.y = t.y + p * kPairRows;
-    g_stored_dot_f32(stored);
+    stored_dot_f32<W>()(stored);
   }
+}
+
+template <typename W>
+void set(KernelTable& table) {
+  WeightKernels& w = table.weights[static_cast<uint32_t>(W::kType)];
+  stored_dot_f32<W>() = w.dot_f32;
+  InterleavedKernels& k = w.interleaved;
+  k.rows = kPairRows;
+  k.min_k = W::kMinK;
+  k.exact = true;
+  k.interleave = interleave<W>;
+  k.prepare = prepare<W>;
+  k.prepared_bytes = prepared_bytes;
+  k.dot = dot<W>;
+  k.dot_f32 = dot_f32<W>;
+  k.dequantize_row = dequantize_row<W>;
 }
 
 }  // namespace
 
 void fill_interleaved_dots_vnni(KernelTable& table) {
-  WeightKernels& w = table.weights[static_cast<uint32_t>(TensorType::kQ8_0)];
-  g_stored_dot_f32 = w.dot_f32;
-  InterleavedKernels& k = w.interleaved;
-  k.rows = kPairRows;
-  k.min_k = 0;
-  k.exact = true;
-  k.interleave = interleave;
-  k.prepare = prepare;
-  k.prepared_bytes = prepared_bytes;
-  k.dot = dot;
-  k.dot_f32 = dot_f32;
-  k.dequantize_row = dequantize_row;
+  set<Q8_0>(table);
+  set<Q4_0>(table);
+  set<IQ4_NL>(table);
 }
 
 }  // namespace synapse::avx512

@@ -16,7 +16,8 @@ void fill_table(KernelTable& table, bool vnni) {
     for (WeightKernels& k : table.weights) {
       if (k.dot != nullptr && k.interleaved.rows != 0) k.interleaved = InterleavedKernels{};
     }
-    // Except Q8_0's sixteen-row groups: one kernel for every route, equal to the reference.
+    // Except the sixteen-row groups of Q8_0, Q4_0 and IQ4_NL: one kernel for every route, equal
+    // to the reference (dot_interleaved_vnni.cc).
     fill_interleaved_dots_vnni(table);
   }
 }
