@@ -65,8 +65,12 @@ TEST_P(EngineTest, ChunkedPrefillEqualsDecodeAndThreadCounts) {
   const std::vector<float> streamed = run_all(1, ids, 1);  // one token per pass
   EXPECT_EQ(run_all(1, ids, 7), streamed) << "chunks of 7 differ from token-by-token decode";
   EXPECT_EQ(run_all(3, ids, 13), streamed) << "3 threads differ";
-  // The two routes agree to rounding.
-  for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(whole[i], streamed[i], 1e-3) << i;
+  // The two routes agree to rounding (~1e-5 on logits of magnitude up to ~24 where a level's
+  // tiles round differently, e.g. AVX-512's F32 feed-forward tiles), except where that rounding
+  // moves a quantized activation across a Q8_0 rounding boundary: one level of one activation
+  // moves a logit by a few 1e-3 (measured 3.5e-3 on one token of 40 for qwen2 on AVX-512 VNNI,
+  // the other 39 within 6e-6 of the scalar reference).
+  for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(whole[i], streamed[i], 5e-3) << i;
 }
 
 TEST_P(EngineTest, BatchedSequencesAndForkMatchSingleRuns) {

@@ -19,12 +19,20 @@ using testing::synapse_cli;
 std::string q(const std::string& s) { return "'" + s + "'"; }
 
 // The bound: every value within 0.1% of llama-perplexity's. F32 models match to the
-// printed digits (measured max 4.4e-7 relative); Q8_0 reaches 8.1e-4 on the first chunks, where
-// 63 tokens carry the mean and llama.cpp's own activation rounding differs from ours.
+// printed digits (measured max 4.4e-7 relative), and the Q8_0 model's final PPL and error are held
+// to 0.1% (measured 7e-5 to 1.5e-4 on every kernel level).
 constexpr double kRelative = 1e-3;
+// The Q8_0 model's running values of its first chunks (127-635 scored tokens) move by ~2e-3 with
+// the last bits of the quantized products alone: measured against llama-perplexity, worst chunk,
+// our kernel levels (each right in its own terms) give 9.3e-4 (AVX2), 1.05e-3 (AVX-512 VNNI,
+// rows as stored), 1.22e-3 (VNNI, interleaved: the reference's arithmetic) and 2.06e-3 (the
+// scalar reference); with ggml's x86 activation rounding instead of its reference rounding,
+// 1.08-1.15e-3. So per chunk the Q8_0 bound is that spread, not 0.1%: at 0.1% the test said
+// which rounding order a machine happened to run, not whether the protocol matches.
+constexpr double kQuantizedChunkRelative = 2.5e-3;
 
 void expect_matches_llama_perplexity(const std::string& model_file, const std::string& key,
-                                     double final_tolerance) {
+                                     double final_tolerance, double chunk_tolerance = kRelative) {
   SYN_REQUIRE_FIXTURE(model, model_file);
   SYN_REQUIRE_FIXTURE(text, "reference/perplexity/ppl_en_fortunes_40k.txt");
   SYN_REQUIRE_FIXTURE(summary_file, "reference/perplexity/ppl_summary.json");
@@ -46,7 +54,7 @@ void expect_matches_llama_perplexity(const std::string& model_file, const std::s
     const double expected = std::stod(chunks[i].get<std::string>());
     const double got = ours["chunks"][i].get<double>();
     worst = std::max(worst, std::abs(got - expected) / expected);
-    EXPECT_NEAR(got, expected, kRelative * expected) << key << " chunk " << i + 1;
+    EXPECT_NEAR(got, expected, chunk_tolerance * expected) << key << " chunk " << i + 1;
   }
   std::printf("%s: PPL %.4f +/- %.5f (llama-perplexity %.4f +/- %.5f), worst chunk %.2e\n",
               key.c_str(), ours["ppl"].get<double>(), ours["ppl_err"].get<double>(), ppl, err,
@@ -63,7 +71,8 @@ TEST(Perplexity, TinyQwen2F32MatchesLlamaPerplexity) {
 }
 TEST(Perplexity, TinyQwen2Q8MatchesLlamaPerplexity) {
   expect_matches_llama_perplexity("reference/logits/tiny-qwen2-q8_0.gguf",
-                                  "tiny-qwen2-q8_0.t1.kvf32_faoff", kRelative);
+                                  "tiny-qwen2-q8_0.t1.kvf32_faoff", kRelative,
+                                  kQuantizedChunkRelative);
 }
 
 TEST(Perplexity, KlDivergenceAgainstSavedLogits) {
