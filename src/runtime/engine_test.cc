@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "backend/cpu_backend.h"
 #include "kernels/kernel_selection.h"
 #include "synth/synth_model.h"
@@ -69,8 +72,19 @@ TEST_P(EngineTest, ChunkedPrefillEqualsDecodeAndThreadCounts) {
   // tiles round differently, e.g. AVX-512's F32 feed-forward tiles), except where that rounding
   // moves a quantized activation across a Q8_0 rounding boundary: one level of one activation
   // moves a logit by a few 1e-3 (measured 3.5e-3 on one token of 40 for qwen2 on AVX-512 VNNI,
-  // the other 39 within 6e-6 of the scalar reference).
-  for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(whole[i], streamed[i], 5e-3) << i;
+  // the other 39 within 6e-6 of the scalar reference). So: every token within 5e-3, and at most
+  // one token beyond 1e-4.
+  const size_t n_vocab = whole.size() / ids.size();
+  size_t tokens_beyond_rounding = 0;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    float worst = 0.0f;
+    for (size_t i = t * n_vocab; i < (t + 1) * n_vocab; ++i) {
+      ASSERT_NEAR(whole[i], streamed[i], 5e-3) << i;
+      worst = std::max(worst, std::abs(whole[i] - streamed[i]));
+    }
+    if (worst > 1e-4f) ++tokens_beyond_rounding;
+  }
+  EXPECT_LE(tokens_beyond_rounding, 1u);
 }
 
 TEST_P(EngineTest, BatchedSequencesAndForkMatchSingleRuns) {

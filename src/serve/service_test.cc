@@ -3,7 +3,7 @@
 // output, cancellation frees pages within one step, bounded admission, class ordering counted in
 // engine steps (never wall time), deadlines on a fake clock, stop strings and end-of-generation
 // tokens, log-probabilities, validation, speculative decoding, and shutdown with requests in
-// flight. One file of ~940 lines on purpose: every test here runs on the ServiceTest fixture
+// flight. One file of ~950 lines on purpose: every test here runs on the ServiceTest fixture
 // (its per-suite synthetic model, prompts, collectors and the expect_* checks that the
 // architecture and KV-cache suites below instantiate); splitting it would move the fixture into
 // a header only to share it between two files.

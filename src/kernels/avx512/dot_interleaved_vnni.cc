@@ -97,13 +97,13 @@ struct Nibbles {
   }
   static void load(const uint8_t* levels, __m512i (&q)[kSlices]) {
     const __m512i mask = _mm512_set1_epi8(0x0F);
+    const __m512i table = _mm512_broadcast_i32x4(iq4_levels_table());  // IQ4_NL only
 #pragma GCC unroll 4
     for (size_t j = 0; j < 4; ++j) {
       const __m512i packed = _mm512_loadu_si512(levels + 64 * j);
       q[j] = _mm512_and_si512(packed, mask);
       q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), mask);
       if constexpr (kLookup) {  // IQ4_NL: the nibble indexes kIq4Values; level = value + 128
-        const __m512i table = _mm512_broadcast_i32x4(iq4_levels_table());
         q[j] = _mm512_shuffle_epi8(table, q[j]);
         q[4 + j] = _mm512_shuffle_epi8(table, q[4 + j]);
       }
@@ -116,12 +116,11 @@ using IQ4_NL = Nibbles<TensorType::kIQ4_NL, 128, true>;
 // The stored rows' F32-activation product of each type, which the interleaved rows' dot_f32
 // runs on rows restored to their stored order (so the two are equal by construction). Set by
 // fill_interleaved_dots_vnni from the table it fills.
-DotTileFn g_stored_dot_f32[3] = {};
+// Indexed by the TensorType id, as KernelTable::weights.
+DotTileFn g_stored_dot_f32[sizeof(KernelTable::weights) / sizeof(WeightKernels)] = {};
 template <typename W>
 DotTileFn& stored_dot_f32() {
-  if constexpr (W::kType == TensorType::kQ8_0) return g_stored_dot_f32[0];
-  if constexpr (W::kType == TensorType::kQ4_0) return g_stored_dot_f32[1];
-  return g_stored_dot_f32[2];
+  return g_stored_dot_f32[static_cast<uint32_t>(W::kType)];
 }
 
 // Where group g's levels and scales start in a matrix or tile whose first row starts a pair.
