@@ -206,18 +206,20 @@ TEST(Matmul, GroupEqualsSeparateProducts) {
 // over the stored rows; an embedding row is the dequantized stored row. A table that reorders a
 // block sum, misplaces a row, a scale or a Q5 fifth bit fails here.
 TEST(Matmul, RearrangedWeightsEqualTheStoredRowsBitForBit) {
-  const size_t rows = 96, k = 352, max_cols = 21;  // 11 blocks: a short last run
-  std::vector<float> x;
-  for (size_t c = 0; c < max_cols; ++c) {
-    const auto col = wave(k, 5.0f + 2.1f * static_cast<float>(c));
-    x.insert(x.end(), col.begin(), col.end());
-  }
+  const size_t rows = 96, max_cols = 21;
   size_t checked = 0;
   for (const KernelTable* kernels : runnable_kernel_tables()) {
     for (TensorType type : weight_types()) {
       const InterleavedKernels& ik = kernels->weight(type).interleaved;
       if (ik.rows == 0) continue;
       ++checked;
+      // 11 blocks (352 elements of a 32-element type, 2816 of a K-quant): a short last run.
+      const size_t k = 11 * block_elements(type);
+      std::vector<float> x;
+      for (size_t c = 0; c < max_cols; ++c) {
+        const auto col = wave(k, 5.0f + 2.1f * static_cast<float>(c));
+        x.insert(x.end(), col.begin(), col.end());
+      }
       Quantized q(type, rows, k);
       // Hostile-looking but legal levels: -128 in the first block of every row.
       for (size_t r = 0; r < rows && type == TensorType::kQ8_0; ++r) {

@@ -16,9 +16,10 @@ void fill_table(KernelTable& table, bool vnni) {
     for (WeightKernels& k : table.weights) {
       if (k.dot != nullptr && k.interleaved.rows != 0) k.interleaved = InterleavedKernels{};
     }
-    // Except the sixteen-row groups of Q8_0, Q4_0 and IQ4_NL: one kernel for every route, equal
-    // to the reference (dot_interleaved_vnni.cc).
+    // Except the sixteen-row groups of Q8_0, Q4_0, IQ4_NL and Q4_K: one kernel for every route,
+    // equal to the reference (dot_interleaved_vnni.cc, dot_interleaved_k_vnni.cc).
     fill_interleaved_dots_vnni(table);
+    fill_interleaved_k_dots_vnni(table);
   }
 }
 
