@@ -17,9 +17,9 @@ void fill_table(KernelTable& table, bool vnni) {
       if (k.dot != nullptr && k.interleaved.rows != 0) k.interleaved = InterleavedKernels{};
     }
     // Except the sixteen-row groups of Q8_0, Q4_0, IQ4_NL and Q4_K: one kernel for every route,
-    // equal to the reference (dot_interleaved_vnni.cc, dot_interleaved_k_vnni.cc).
+    // equal to the reference (dot_interleaved_vnni.cc, dot_interleaved_q4k_vnni.cc).
     fill_interleaved_dots_vnni(table);
-    fill_interleaved_k_dots_vnni(table);
+    fill_interleaved_q4k_dots_vnni(table);
   }
 }
 
