@@ -55,7 +55,6 @@ constexpr size_t kPrefetchBytes = 4096;
 // sixteen rows' elements 4s..4s+3 (level = value + kOffset).
 struct Q8_0 {  // 8 slices of 64 bytes: the values plus 128
   static constexpr TensorType kType = TensorType::kQ8_0;
-  static constexpr size_t kMinK = 0;
   static constexpr size_t kBytes = 34;
   static constexpr size_t kLevelBytes = kGroupRows * 32;
   static constexpr int kOffset = 128;
@@ -82,10 +81,6 @@ struct Q8_0 {  // 8 slices of 64 bytes: the values plus 128
 template <TensorType kT, int kOff, bool kLookup>
 struct Nibbles {
   static constexpr TensorType kType = kT;
-  // Shorter rows stay as stored: Q4_0 decode of 896-element rows measured 7-30% slower
-  // interleaved (kernels_bench Matvec 896x4864 and 896x151936, 2 threads, alternating), though
-  // 8-16 columns ran 1.7x faster; 4864-element rows were as fast or faster in every figure.
-  static constexpr size_t kMinK = 2048;
   static constexpr size_t kBytes = 18;
   static constexpr size_t kLevelBytes = kGroupRows * 16;
   static constexpr int kOffset = kOff;
@@ -336,7 +331,12 @@ void set(KernelTable& table) {
   stored_dot_f32<W>() = w.dot_f32;
   InterleavedKernels& k = w.interleaved;
   k.rows = kPairRows;
-  k.min_k = W::kMinK;
+  // Every row length. For Q4_0 on the 0.5B-shaped file (896-element rows but for ffn_down) the
+  // decode of the whole model measured as fast or faster with its short rows interleaved too
+  // (`synapse bench -p 0 -n 128`, 2 threads, three alternating rounds: 139-157 against 131-148
+  // tokens/s) and the service's 8 streams 1.6x faster, though kernels_bench's Matvec of the
+  // 896x151936 head alone read 5-25% slower interleaved (1.71-1.73 ms against 1.33-1.64 ms).
+  k.min_k = 0;
   k.exact = true;
   k.interleave = interleave<W>;
   k.prepare = prepare<W>;
