@@ -34,7 +34,8 @@ namespace {
 using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
 
 constexpr size_t kQK = 256;
-constexpr size_t kQ8KBytes = 292;  // BlockQ8_K: float d, 256 int8, 16 int16 bsums
+constexpr size_t kQ8KBytes = 292;     // BlockQ8_K: float d, 256 int8, 16 int16 bsums
+constexpr size_t kQ8KSums = 4 + kQK;  // where its bsums (sums of 16 elements) start
 constexpr size_t kGroupRows = 16;
 constexpr size_t kBlockBytes = 144;                 // BlockQ4_K
 constexpr size_t kUnit = kGroupRows * kBlockBytes;  // a group's super-block: 2304 bytes
@@ -49,6 +50,17 @@ constexpr size_t kGroupsPerPass = 2;
 constexpr size_t kStreams = 2;
 constexpr size_t kPrefetchBytes = 4096;
 
+// Where row `lane`'s bytes of a super-block go in its group's unit: calls
+// piece(unit offset, block offset, bytes) for each piece (interleave and stored_row run the
+// same map in opposite directions).
+template <typename Piece>
+void for_each_piece(size_t lane, Piece&& piece) {
+  piece(kD + 2 * lane, 0, 2);
+  piece(kDmin + 2 * lane, 2, 2);
+  for (size_t j = 0; j < 3; ++j) piece(kScales + 64 * j + 4 * lane, 4 + 4 * j, 4);
+  for (size_t v = 0; v < 32; ++v) piece(64 * v + 4 * lane, 16 + 4 * v, 4);
+}
+
 void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out) {
   const size_t n_sb = k / kQK;
   for (size_t g = 0; g < n_rows / kGroupRows; ++g) {
@@ -57,12 +69,9 @@ void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, ui
       for (size_t sb = 0; sb < n_sb; ++sb) {
         const uint8_t* block = row + sb * kBlockBytes;
         uint8_t* unit = out + (g * n_sb + sb) * kUnit;
-        std::memcpy(unit + kD + 2 * lane, block, 2);
-        std::memcpy(unit + kDmin + 2 * lane, block + 2, 2);
-        for (size_t j = 0; j < 3; ++j)
-          std::memcpy(unit + kScales + 64 * j + 4 * lane, block + 4 + 4 * j, 4);
-        for (size_t v = 0; v < 32; ++v)
-          std::memcpy(unit + 64 * v + 4 * lane, block + 16 + 4 * v, 4);
+        for_each_piece(lane, [&](size_t at, size_t from, size_t bytes) {
+          std::memcpy(unit + at, block + from, bytes);
+        });
       }
     }
   }
@@ -73,11 +82,9 @@ void stored_row(const uint8_t* group, size_t n_sb, size_t lane, uint8_t* row) {
   for (size_t sb = 0; sb < n_sb; ++sb) {
     uint8_t* block = row + sb * kBlockBytes;
     const uint8_t* unit = group + sb * kUnit;
-    std::memcpy(block, unit + kD + 2 * lane, 2);
-    std::memcpy(block + 2, unit + kDmin + 2 * lane, 2);
-    for (size_t j = 0; j < 3; ++j)
-      std::memcpy(block + 4 + 4 * j, unit + kScales + 64 * j + 4 * lane, 4);
-    for (size_t v = 0; v < 32; ++v) std::memcpy(block + 16 + 4 * v, unit + 64 * v + 4 * lane, 4);
+    for_each_piece(lane, [&](size_t at, size_t from, size_t bytes) {
+      std::memcpy(block + from, unit + at, bytes);
+    });
   }
 }
 
@@ -100,8 +107,8 @@ void prepare(const uint8_t* x, size_t k, uint8_t* out) {
     // The block's sums of 16 elements, added in pairs (|sum| <= 32 * 127: an int16).
     int16_t sums[8];
     for (size_t s = 0; s < 8; ++s) {
-      sums[s] = static_cast<int16_t>(static_cast<int16_t>(load_u16(block + 260 + 4 * s)) +
-                                     static_cast<int16_t>(load_u16(block + 262 + 4 * s)));
+      sums[s] = static_cast<int16_t>(static_cast<int16_t>(load_u16(block + kQ8KSums + 4 * s)) +
+                                     static_cast<int16_t>(load_u16(block + kQ8KSums + 4 * s + 2)));
     }
     std::memcpy(records + sb * kRecordBytes, sums, sizeof sums);
     std::memcpy(records + sb * kRecordBytes + 16, block, 4);  // dx
