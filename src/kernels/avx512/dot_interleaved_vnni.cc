@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Q8_0, Q4_0 and IQ4_NL weights interleaved sixteen rows to a vector for the AVX-512 VNNI level
-// (InterleavedKernels, kernels/kernel_table.h): one kernel for decode, batched decode and prefill.
+// Q8_0, Q4_0, Q5_0 and IQ4_NL weights interleaved sixteen rows to a vector for the AVX-512 VNNI
+// level (InterleavedKernels, kernels/kernel_table.h): one kernel for decode, batched decode and
+// prefill.
 //
 // Why: over the rows as stored, this level's decode (dot_legacy_vnni.cc) sums four-element
 // slices per lane and scales each lane, while its prefill tile (matmul_vnni.cc) sums whole
@@ -13,17 +14,18 @@
 // each 64-byte slice of levels, loaded once, feeds one vpdpbusd per column.
 //
 // Layout, by pairs of sixteen-row groups (the bytes of the 32 rows: 1088 per Q8_0 block, 576 per
-// Q4_0 one): the levels of the first group, of the second, then the scales of the first and of
-// the second. A Q8_0 group's levels are 512 bytes per block -- for each four-element slice
-// s = 0..7 of a block, the sixteen rows' four values of that slice plus 128 (unsigned, as vpdpbusd
-// multiplies them; lane l = row l); a Q4_0 / IQ4_NL group's 256, the rows' nibble bytes four at a
-// time (see Nibbles) -- and its scales are sixteen F16 per block. Levels apart from the scales, and
-// groups paired (a pair is a multiple of 64 bytes long, a lone group of odd length is not), keep
-// every 64-byte load of levels inside one cache line.
+// Q4_0 one, 704 per Q5_0 one): the levels of the first group, of the second, then the scales of the
+// first and of the second. A Q8_0 group's levels are 512 bytes per block -- for each four-element
+// slice s = 0..7 of a block, the sixteen rows' four values of that slice plus 128 (unsigned, as
+// vpdpbusd multiplies them; lane l = row l); a Q4_0 / IQ4_NL group's 256, the rows' nibble bytes
+// four at a time (see Nibbles); a Q5_0 group's 320, those and the fifth bits (see Q5_0) -- and its
+// scales are sixteen F16 per block. Levels apart from the scales, and groups paired (a pair is a
+// multiple of 64 bytes long, a lone group of odd length is not), keep every 64-byte load of levels
+// inside one cache line.
 //
 // Activations are prepared once per column: the int8 values, then per block the correction
 // -offset * sum(x) (the start of each vpdpbusd chain: it makes the unsigned levels signed again,
-// exactly; offset 128 for Q8_0 and IQ4_NL, 8 for Q4_0) and the scale dx as a float.
+// exactly; offset 128 for Q8_0 and IQ4_NL, 8 for Q4_0, 16 for Q5_0) and the scale dx as a float.
 #include <cstring>
 
 #include "kernels/avx2/simd_avx2.h"
@@ -107,6 +109,48 @@ struct Nibbles {
 };
 using Q4_0 = Nibbles<TensorType::kQ4_0, 8, false>;
 using IQ4_NL = Nibbles<TensorType::kIQ4_NL, 128, true>;
+
+// Q5_0: the sixteen nibble bytes as Q4_0's four vectors, then one vector of fifth bits (level =
+// value + 16). A block's qh holds element e's fifth bit at bit e; here it is transposed so that
+// byte t of a lane holds at bit s the fifth bit of element 4s + t -- the byte of slice s's
+// vector that element lands in -- and one shift moves slice s's bits to bit 4 of every byte.
+struct Q5_0 {
+  static constexpr TensorType kType = TensorType::kQ5_0;
+  static constexpr size_t kBytes = 22;  // F16 d, 4 bytes qh, 16 bytes qs
+  static constexpr size_t kLevelBytes = kGroupRows * 16 + 64;
+  static constexpr int kOffset = 16;
+  static constexpr size_t kHigh = kGroupRows * 16;  // where the fifth bits start
+  static void put(const uint8_t* payload, size_t lane, uint8_t* levels) {
+    Q4_0::put(payload + 4, lane, levels);
+    const uint32_t qh = load_u32(payload);
+    uint8_t high[4] = {};
+    for (uint32_t e = 0; e < kQK; ++e) {
+      high[e % 4] = static_cast<uint8_t>(high[e % 4] | (((qh >> e) & 1u) << (e / 4)));
+    }
+    std::memcpy(levels + kHigh + 4 * lane, high, 4);
+  }
+  static void take(const uint8_t* levels, size_t lane, uint8_t* payload) {
+    Q4_0::take(levels, lane, payload + 4);
+    uint32_t qh = 0;
+    for (uint32_t e = 0; e < kQK; ++e) {
+      qh |= ((static_cast<uint32_t>(levels[kHigh + 4 * lane + e % 4]) >> (e / 4)) & 1u) << e;
+    }
+    std::memcpy(payload, &qh, 4);
+  }
+  static void load(const uint8_t* levels, __m512i (&q)[kSlices]) {
+    Q4_0::load(levels, q);
+    const __m512i high = _mm512_loadu_si512(levels + kHigh);
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    // Sixteen-bit shifts: the bits they carry across a byte land outside bit 4 and are masked.
+#pragma GCC unroll 8
+    for (size_t s = 0; s < kSlices; ++s) {
+      const __m512i moved = s < 4   ? _mm512_slli_epi16(high, static_cast<int>(4 - s))
+                            : s > 4 ? _mm512_srli_epi16(high, static_cast<int>(s - 4))
+                                    : high;
+      q[s] = _mm512_ternarylogic_epi32(q[s], moved, bit4, 0xF8);  // q | (moved & 0x10)
+    }
+  }
+};
 
 // The stored rows' F32-activation product of each type, which the interleaved rows' dot_f32
 // runs on rows restored to their stored order (so the two are equal by construction). Set by
@@ -351,6 +395,7 @@ void set(KernelTable& table) {
 void fill_interleaved_dots_vnni(KernelTable& table) {
   set<Q8_0>(table);
   set<Q4_0>(table);
+  set<Q5_0>(table);
   set<IQ4_NL>(table);
 }
 
