@@ -13,5 +13,6 @@ void fill_k_dots_vnni(KernelTable& table);
 void fill_quant_matmul_vnni(KernelTable& table);
 void fill_interleaved_dots_vnni(KernelTable& table);
 void fill_interleaved_q4k_dots_vnni(KernelTable& table);
+void fill_interleaved_q6k_dots_vnni(KernelTable& table);
 
 }  // namespace synapse::avx512
