@@ -141,13 +141,19 @@ struct Q5_0 {
     Q4_0::load(levels, q);
     const __m512i high = _mm512_loadu_si512(levels + kHigh);
     const __m512i bit4 = _mm512_set1_epi8(0x10);
-    // Sixteen-bit shifts: the bits they carry across a byte land outside bit 4 and are masked.
+    // Slice s's bits moved from bit s to bit 4. Sixteen-bit shifts: the bits they carry across a
+    // byte land outside bit 4 and are masked.
+    const __m512i moved[kSlices] = {_mm512_slli_epi16(high, 4),
+                                    _mm512_slli_epi16(high, 3),
+                                    _mm512_slli_epi16(high, 2),
+                                    _mm512_slli_epi16(high, 1),
+                                    high,
+                                    _mm512_srli_epi16(high, 1),
+                                    _mm512_srli_epi16(high, 2),
+                                    _mm512_srli_epi16(high, 3)};
 #pragma GCC unroll 8
     for (size_t s = 0; s < kSlices; ++s) {
-      const __m512i moved = s < 4   ? _mm512_slli_epi16(high, static_cast<int>(4 - s))
-                            : s > 4 ? _mm512_srli_epi16(high, static_cast<int>(s - 4))
-                                    : high;
-      q[s] = _mm512_ternarylogic_epi32(q[s], moved, bit4, 0xF8);  // q | (moved & 0x10)
+      q[s] = _mm512_ternarylogic_epi32(q[s], moved[s], bit4, 0xF8);  // q | (moved & 0x10)
     }
   }
 };
