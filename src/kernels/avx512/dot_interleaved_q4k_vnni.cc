@@ -23,97 +23,21 @@
 // operands of vpdpwssd against the rows' min pairs) and the scale dx as a float.
 #include <cstring>
 
-#include "kernels/avx2/simd_avx2.h"
 #include "kernels/avx512/avx512_internal.h"
-#include "kernels/ref/ref_kernels.h"
-#include "kernels/thread_scratch.h"
+#include "kernels/avx512/interleaved_k_driver.h"
 
 namespace synapse::avx512 {
 namespace {
 
-using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
+using namespace simd;           // NOLINT(google-build-using-namespace): the helpers of this ISA
+using namespace interleaved_k;  // NOLINT(google-build-using-namespace): the shared driver
 
-constexpr size_t kQK = 256;
-constexpr size_t kQ8KBytes = 292;     // BlockQ8_K: float d, 256 int8, 16 int16 bsums
-constexpr size_t kQ8KSums = 4 + kQK;  // where its bsums (sums of 16 elements) start
-constexpr size_t kGroupRows = 16;
 constexpr size_t kBlockBytes = 144;                 // BlockQ4_K
 constexpr size_t kUnit = kGroupRows * kBlockBytes;  // a group's super-block: 2304 bytes
 constexpr size_t kScales = 32 * 64;                 // offsets within a unit
 constexpr size_t kD = kScales + 3 * 64;
 constexpr size_t kDmin = kD + 2 * kGroupRows;
 constexpr size_t kRecordBytes = 32;  // per prepared super-block: 4 int16 pairs, dx, padding
-constexpr size_t kMaxColumns = 4;
-// Groups a pass of many columns keeps in L2 while every column block runs against them.
-constexpr size_t kGroupsPerPass = 2;
-// Decode reads this many far-apart groups side by side, each prefetched this far ahead.
-constexpr size_t kStreams = 2;
-constexpr size_t kPrefetchBytes = 4096;
-
-// Where row `lane`'s bytes of a super-block go in its group's unit: calls
-// piece(unit offset, block offset, bytes) for each piece (interleave and stored_row run the
-// same map in opposite directions).
-template <typename Piece>
-void for_each_piece(size_t lane, Piece&& piece) {
-  piece(kD + 2 * lane, 0, 2);
-  piece(kDmin + 2 * lane, 2, 2);
-  for (size_t j = 0; j < 3; ++j) piece(kScales + 64 * j + 4 * lane, 4 + 4 * j, 4);
-  for (size_t v = 0; v < 32; ++v) piece(64 * v + 4 * lane, 16 + 4 * v, 4);
-}
-
-void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out) {
-  const size_t n_sb = k / kQK;
-  for (size_t g = 0; g < n_rows / kGroupRows; ++g) {
-    for (size_t lane = 0; lane < kGroupRows; ++lane) {
-      const uint8_t* row = w + (g * kGroupRows + lane) * row_stride;
-      for (size_t sb = 0; sb < n_sb; ++sb) {
-        const uint8_t* block = row + sb * kBlockBytes;
-        uint8_t* unit = out + (g * n_sb + sb) * kUnit;
-        for_each_piece(lane, [&](size_t at, size_t from, size_t bytes) {
-          std::memcpy(unit + at, block + from, bytes);
-        });
-      }
-    }
-  }
-}
-
-// Row `lane` of the group at `group`, as stored.
-void stored_row(const uint8_t* group, size_t n_sb, size_t lane, uint8_t* row) {
-  for (size_t sb = 0; sb < n_sb; ++sb) {
-    uint8_t* block = row + sb * kBlockBytes;
-    const uint8_t* unit = group + sb * kUnit;
-    for_each_piece(lane, [&](size_t at, size_t from, size_t bytes) {
-      std::memcpy(block + from, unit + at, bytes);
-    });
-  }
-}
-
-void dequantize_row(const uint8_t* group, size_t lane, size_t k, float* y) {
-  uint8_t* row = thread_scratch(k / kQK * kBlockBytes);
-  stored_row(group, k / kQK, lane, row);
-  ref::dequantize(TensorType::kQ4_K, row, y, k);
-}
-
-// A prepared column: k int8 values, then a record per super-block.
-size_t records_offset(size_t k) { return (k + 63) / 64 * 64; }
-size_t prepared_bytes(size_t k) { return records_offset(k) + k / kQK * kRecordBytes; }
-
-void prepare(const uint8_t* x, size_t k, uint8_t* out) {
-  std::memset(out, 0, prepared_bytes(k));
-  uint8_t* records = out + records_offset(k);
-  for (size_t sb = 0; sb < k / kQK; ++sb) {
-    const uint8_t* block = x + sb * kQ8KBytes;
-    std::memcpy(out + sb * kQK, block + 4, kQK);
-    // The block's sums of 16 elements, added in pairs (|sum| <= 32 * 127: an int16).
-    int16_t sums[8];
-    for (size_t s = 0; s < 8; ++s) {
-      sums[s] = static_cast<int16_t>(static_cast<int16_t>(load_u16(block + kQ8KSums + 4 * s)) +
-                                     static_cast<int16_t>(load_u16(block + kQ8KSums + 4 * s + 2)));
-    }
-    std::memcpy(records + sb * kRecordBytes, sums, sizeof sums);
-    std::memcpy(records + sb * kRecordBytes + 16, block, 4);  // dx
-  }
-}
 
 // The rows' scales and mins of one unit, a byte per sub-block: lane l of sc_lo holds row l's
 // scales of sub-blocks 0-3, sc_hi of 4-7, and m_lo, m_hi the mins (k4_scale_min's unpacking).
@@ -149,200 +73,158 @@ inline __m512i lane_byte_pair(__m512i v, size_t t) {
                          _mm512_and_si512(_mm512_slli_epi32(w, 8), _mm512_set1_epi32(0xFF0000)));
 }
 
-inline __m512i broadcast_i32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
+// The layout, as interleaved_k_driver.h reads it.
+struct Q4K {
+  static constexpr TensorType kType = TensorType::kQ4_K;
+  static constexpr size_t kRows = kGroupRows;
+  static constexpr size_t kBlockBytes = avx512::kBlockBytes;
+  static constexpr size_t kRecordBytes = avx512::kRecordBytes;
 
-// G groups (group i's units from w[i], outputs at y[i][c * y_stride + lane]) x C columns over
-// all super-blocks. Each (row, column)'s arithmetic is the same whatever G and C. The groups'
-// work is interleaved load by load, so the far-apart streams of decode are read side by side
-// (a unit is ~300 instructions: one after the other, the second stream's loads would start
-// only when the first unit's were done).
-template <size_t G, size_t C>
-void group_kernel(const uint8_t* const (&w)[G], size_t n_sb, const uint8_t* x, size_t x_stride,
-                  size_t records, float* const (&y)[G], size_t y_stride) {
-  __m512 acc[G][C];
-#pragma GCC unroll 8
-  for (size_t i = 0; i < G; ++i) {
-#pragma GCC unroll 8
-    for (size_t c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+  // Where row `lane`'s bytes of a super-block go in its group's unit: calls
+  // piece(unit offset, block offset, bytes) for each piece (rearranging and restoring run the
+  // same map in opposite directions).
+  template <typename Piece>
+  static void for_each_piece(size_t lane, Piece&& piece) {
+    piece(kD + 2 * lane, 0, 2);
+    piece(kDmin + 2 * lane, 2, 2);
+    for (size_t j = 0; j < 3; ++j) piece(kScales + 64 * j + 4 * lane, 4 + 4 * j, 4);
+    for (size_t v = 0; v < 32; ++v) piece(64 * v + 4 * lane, 16 + 4 * v, 4);
   }
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  for (size_t sb = 0; sb < n_sb; ++sb) {
-    const uint8_t* unit[G];
-    Scales scales[G];
-    __m512i scaled[G][C];
+
+  static void prepare(const uint8_t* x, size_t k, uint8_t* out) {
+    std::memset(out, 0, records_offset(k) + k / kQK * kRecordBytes);
+    uint8_t* records = out + records_offset(k);
+    for (size_t sb = 0; sb < k / kQK; ++sb) {
+      const uint8_t* block = x + sb * kQ8KBytes;
+      std::memcpy(out + sb * kQK, block + 4, kQK);
+      // The block's sums of 16 elements, added in pairs (|sum| <= 32 * 127: an int16).
+      int16_t sums[8];
+      for (size_t s = 0; s < 8; ++s) {
+        sums[s] =
+            static_cast<int16_t>(static_cast<int16_t>(load_u16(block + kQ8KSums + 4 * s)) +
+                                 static_cast<int16_t>(load_u16(block + kQ8KSums + 4 * s + 2)));
+      }
+      std::memcpy(records + sb * kRecordBytes, sums, sizeof sums);
+      std::memcpy(records + sb * kRecordBytes + 16, block, 4);  // dx
+    }
+  }
+
+  // G groups (group i's units at w + (groups[i] * n_sb + sb) * kUnit, outputs at y[i][c * y_stride
+  // + lane]) x C columns over all super-blocks. Each (row, column)'s arithmetic is the same
+  // whatever G and C. The groups' work is interleaved load by load, so the far-apart streams of
+  // decode are read side by side (a unit is ~300 instructions: one after the other, the second
+  // stream's loads would start only when the first unit's were done).
+  template <size_t G, size_t C>
+  static void group_kernel(const uint8_t* w, size_t n_sb, const size_t (&groups)[G],
+                           const uint8_t* x, size_t x_stride, size_t records, float* const (&y)[G],
+                           size_t y_stride) {
+    __m512 acc[G][C];
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
-      unit[i] = w[i] + sb * kUnit;
-      // The scales' and d's lines here, the levels' one per load below: 36 prefetches in a
-      // burst at the start of each unit measured slower (they queue behind each other).
-#pragma GCC unroll 4
-      for (size_t line = kScales; line < kUnit; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(unit[i] + kPrefetchBytes + line), _MM_HINT_T0);
-      }
-      scales[i] = unpack_scales(unit[i]);
 #pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) scaled[i][c] = _mm512_setzero_si512();
+      for (size_t c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
     }
-    // Sub-blocks 2p and 2p + 1 share their quant bytes (low and high nibbles), each summed in
-    // its own chain from one load.
-#pragma GCC unroll 4
-    for (size_t p = 0; p < 4; ++p) {
-      __m512i sum[G][2][C];
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (size_t sb = 0; sb < n_sb; ++sb) {
+      const uint8_t* unit[G];
+      Scales scales[G];
+      __m512i scaled[G][C];
 #pragma GCC unroll 8
       for (size_t i = 0; i < G; ++i) {
+        unit[i] = w + (groups[i] * n_sb + sb) * kUnit;
+        // The scales' and d's lines here, the levels' one per load below: 36 prefetches in a
+        // burst at the start of each unit measured slower (they queue behind each other).
+#pragma GCC unroll 4
+        for (size_t line = kScales; line < kUnit; line += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(unit[i] + kPrefetchBytes + line), _MM_HINT_T0);
+        }
+        scales[i] = unpack_scales(unit[i]);
 #pragma GCC unroll 8
-        for (size_t c = 0; c < C; ++c) sum[i][0][c] = sum[i][1][c] = _mm512_setzero_si512();
+        for (size_t c = 0; c < C; ++c) scaled[i][c] = _mm512_setzero_si512();
       }
-#pragma GCC unroll 8
-      for (size_t j = 0; j < 8; ++j) {
+      // Sub-blocks 2p and 2p + 1 share their quant bytes (low and high nibbles), each summed in
+      // its own chain from one load.
+#pragma GCC unroll 4
+      for (size_t p = 0; p < 4; ++p) {
+        __m512i sum[G][2][C];
 #pragma GCC unroll 8
         for (size_t i = 0; i < G; ++i) {
-          _mm_prefetch(reinterpret_cast<const char*>(unit[i] + kPrefetchBytes + 64 * (8 * p + j)),
-                       _MM_HINT_T0);
-          const __m512i packed = _mm512_loadu_si512(unit[i] + 64 * (8 * p + j));
-          const __m512i q[2] = {_mm512_and_si512(packed, nibble),
-                                _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble)};
+#pragma GCC unroll 8
+          for (size_t c = 0; c < C; ++c) sum[i][0][c] = sum[i][1][c] = _mm512_setzero_si512();
+        }
+#pragma GCC unroll 8
+        for (size_t j = 0; j < 8; ++j) {
+#pragma GCC unroll 8
+          for (size_t i = 0; i < G; ++i) {
+            _mm_prefetch(reinterpret_cast<const char*>(unit[i] + kPrefetchBytes + 64 * (8 * p + j)),
+                         _MM_HINT_T0);
+            const __m512i packed = _mm512_loadu_si512(unit[i] + 64 * (8 * p + j));
+            const __m512i q[2] = {_mm512_and_si512(packed, nibble),
+                                  _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble)};
+#pragma GCC unroll 2
+            for (size_t h = 0; h < 2; ++h) {
+#pragma GCC unroll 8
+              for (size_t c = 0; c < C; ++c) {
+                const uint8_t* xs = x + c * x_stride + sb * kQK + 32 * (2 * p + h) + 4 * j;
+                sum[i][h][c] = _mm512_dpbusd_epi32(sum[i][h][c], q[h], broadcast_i32(xs));
+              }
+            }
+          }
+        }
+#pragma GCC unroll 8
+        for (size_t i = 0; i < G; ++i) {
 #pragma GCC unroll 2
           for (size_t h = 0; h < 2; ++h) {
+            const size_t s = 2 * p + h;
+            const __m512i scale =
+                lane_byte(s < 4 ? scales[i].sc_lo : scales[i].sc_hi, static_cast<unsigned>(s % 4));
 #pragma GCC unroll 8
             for (size_t c = 0; c < C; ++c) {
-              const uint8_t* xs = x + c * x_stride + sb * kQK + 32 * (2 * p + h) + 4 * j;
-              sum[i][h][c] = _mm512_dpbusd_epi32(sum[i][h][c], q[h], broadcast_i32(xs));
+              scaled[i][c] =
+                  _mm512_add_epi32(scaled[i][c], _mm512_mullo_epi32(sum[i][h][c], scale));
             }
           }
         }
       }
 #pragma GCC unroll 8
       for (size_t i = 0; i < G; ++i) {
-#pragma GCC unroll 2
-        for (size_t h = 0; h < 2; ++h) {
-          const size_t s = 2 * p + h;
-          const __m512i scale =
-              lane_byte(s < 4 ? scales[i].sc_lo : scales[i].sc_hi, static_cast<unsigned>(s % 4));
+        __m512i min_pairs[4];
+#pragma GCC unroll 4
+        for (size_t t = 0; t < 4; ++t) {
+          min_pairs[t] = lane_byte_pair(t < 2 ? scales[i].m_lo : scales[i].m_hi, t);
+        }
+        const __m512 d =
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit[i] + kD)));
+        const __m512 dmin =
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit[i] + kDmin)));
 #pragma GCC unroll 8
-          for (size_t c = 0; c < C; ++c) {
-            scaled[i][c] = _mm512_add_epi32(scaled[i][c], _mm512_mullo_epi32(sum[i][h][c], scale));
+        for (size_t c = 0; c < C; ++c) {
+          const uint8_t* record = x + c * x_stride + records + sb * kRecordBytes;
+          __m512i mins = _mm512_setzero_si512();
+#pragma GCC unroll 4
+          for (size_t t = 0; t < 4; ++t) {
+            mins = _mm512_dpwssd_epi32(mins, min_pairs[t], broadcast_i32(record + 4 * t));
           }
+          float dx_value;
+          std::memcpy(&dx_value, record + 16, 4);
+          const __m512 dx = _mm512_set1_ps(dx_value);
+          acc[i][c] = _mm512_add_ps(
+              acc[i][c], _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(scaled[i][c])));
+          acc[i][c] = _mm512_sub_ps(
+              acc[i][c], _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(mins)));
         }
       }
     }
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
-      __m512i min_pairs[4];
-#pragma GCC unroll 4
-      for (size_t t = 0; t < 4; ++t) {
-        min_pairs[t] = lane_byte_pair(t < 2 ? scales[i].m_lo : scales[i].m_hi, t);
-      }
-      const __m512 d =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit[i] + kD)));
-      const __m512 dmin =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit[i] + kDmin)));
 #pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) {
-        const uint8_t* record = x + c * x_stride + records + sb * kRecordBytes;
-        __m512i mins = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (size_t t = 0; t < 4; ++t) {
-          mins = _mm512_dpwssd_epi32(mins, min_pairs[t], broadcast_i32(record + 4 * t));
-        }
-        float dx_value;
-        std::memcpy(&dx_value, record + 16, 4);
-        const __m512 dx = _mm512_set1_ps(dx_value);
-        acc[i][c] = _mm512_add_ps(
-            acc[i][c], _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(scaled[i][c])));
-        acc[i][c] = _mm512_sub_ps(acc[i][c],
-                                  _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(mins)));
-      }
+      for (size_t c = 0; c < C; ++c) _mm512_storeu_ps(y[i] + c * y_stride, acc[i][c]);
     }
   }
-#pragma GCC unroll 8
-  for (size_t i = 0; i < G; ++i) {
-#pragma GCC unroll 8
-    for (size_t c = 0; c < C; ++c) _mm512_storeu_ps(y[i] + c * y_stride, acc[i][c]);
-  }
-}
-
-// Decode: kStreams far-apart groups side by side (their own sequential streams in the
-// out-of-order window), then the groups left over one at a time.
-void decode(const DotTile& t, size_t n_sb, size_t records) {
-  const size_t n_groups = t.n_rows / kGroupRows;
-  const size_t group_bytes = n_sb * kUnit;
-  const size_t part = n_groups / kStreams;
-  for (size_t g = 0; g < part; ++g) {
-    const uint8_t* w[kStreams];
-    float* y[kStreams];
-    for (size_t p = 0; p < kStreams; ++p) {
-      w[p] = t.w + (p * part + g) * group_bytes;
-      y[p] = t.y + (p * part + g) * kGroupRows;
-    }
-    group_kernel<kStreams, 1>(w, n_sb, t.x, t.x_stride, records, y, t.y_stride);
-  }
-  for (size_t g = kStreams * part; g < n_groups; ++g) {
-    const uint8_t* w[1] = {t.w + g * group_bytes};
-    float* y[1] = {t.y + g * kGroupRows};
-    group_kernel<1, 1>(w, n_sb, t.x, t.x_stride, records, y, t.y_stride);
-  }
-}
-
-void dot(const DotTile& t) {
-  const size_t n_sb = t.k / kQK;
-  const size_t n_groups = t.n_rows / kGroupRows;
-  const size_t records = records_offset(t.k);
-  if (t.n_cols == 1) {
-    decode(t, n_sb, records);
-    return;
-  }
-  for (size_t g0 = 0; g0 < n_groups; g0 += kGroupsPerPass) {
-    const size_t groups = n_groups - g0 < kGroupsPerPass ? n_groups - g0 : kGroupsPerPass;
-    for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
-      for (size_t g = g0; g < g0 + groups; ++g) {
-        const uint8_t* w[1] = {t.w + g * n_sb * kUnit};
-        float* y[1] = {t.y + c * t.y_stride + g * kGroupRows};
-        group_kernel<1, C>(w, n_sb, t.x + c * t.x_stride, t.x_stride, records, y, t.y_stride);
-      }
-    });
-  }
-}
-
-// The stored rows' F32-activation product, which dot_f32 runs on each group's rows restored to
-// their stored order (so the F32 path gives the same bits interleaved or not).
-DotTileFn g_stored_dot_f32 = nullptr;
-
-void dot_f32(const DotTile& t) {
-  const size_t n_sb = t.k / kQK;
-  const size_t row_bytes = n_sb * kBlockBytes;
-  uint8_t* rows = thread_scratch(kGroupRows * row_bytes);
-  for (size_t g = 0; g < t.n_rows / kGroupRows; ++g) {
-    const uint8_t* group = t.w + g * n_sb * kUnit;
-    for (size_t r = 0; r < kGroupRows; ++r) stored_row(group, n_sb, r, rows + r * row_bytes);
-    DotTile stored = t;
-    stored.w = rows;
-    stored.w_stride = row_bytes;
-    stored.n_rows = kGroupRows;
-    stored.y = t.y + g * kGroupRows;
-    g_stored_dot_f32(stored);
-  }
-}
+};
 
 }  // namespace
 
-void fill_interleaved_q4k_dots_vnni(KernelTable& table) {
-  WeightKernels& w = table.weights[static_cast<uint32_t>(TensorType::kQ4_K)];
-  g_stored_dot_f32 = w.dot_f32;
-  InterleavedKernels& k = w.interleaved;
-  k.rows = kGroupRows;
-  k.min_k = 0;
-  k.exact = true;
-  k.interleave = interleave;
-  k.prepare = prepare;
-  k.prepared_bytes = prepared_bytes;
-  k.dot = dot;
-  k.dot_f32 = dot_f32;
-  k.dequantize_row = dequantize_row;
-}
+void fill_interleaved_q4k_dots_vnni(KernelTable& table) { fill<Q4K>(table); }
 
 }  // namespace synapse::avx512

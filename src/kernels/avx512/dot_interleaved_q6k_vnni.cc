@@ -22,20 +22,15 @@
 // column: the int8 values, then per super-block a 64-byte record of its 16 int16 bsums and dx.
 #include <cstring>
 
-#include "kernels/avx2/simd_avx2.h"
 #include "kernels/avx512/avx512_internal.h"
-#include "kernels/ref/ref_kernels.h"
-#include "kernels/thread_scratch.h"
+#include "kernels/avx512/interleaved_k_driver.h"
 
 namespace synapse::avx512 {
 namespace {
 
-using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
+using namespace simd;           // NOLINT(google-build-using-namespace): the helpers of this ISA
+using namespace interleaved_k;  // NOLINT(google-build-using-namespace): the shared driver
 
-constexpr size_t kQK = 256;
-constexpr size_t kQ8KBytes = 292;     // BlockQ8_K: float d, 256 int8, 16 int16 bsums
-constexpr size_t kQ8KSums = 4 + kQK;  // where its bsums (sums of 16 elements) start
-constexpr size_t kGroupRows = 16;
 constexpr size_t kPairRows = 2 * kGroupRows;  // the layout's unit: InterleavedKernels::rows
 constexpr size_t kBlockBytes = 210;           // BlockQ6_K: ql[128], qh[64], scales[16], F16 d
 constexpr size_t kQh = 32 * 64;               // vector offsets within a group's 52 vectors
@@ -44,10 +39,6 @@ constexpr size_t kVectors = kSc + 4 * 64;              // 3328
 constexpr size_t kD = 2 * kVectors;                    // the pair's d's, after both groups' vectors
 constexpr size_t kPairUnit = kPairRows * kBlockBytes;  // 6720
 constexpr size_t kRecordBytes = 64;                    // per prepared super-block: bsums, dx
-constexpr size_t kMaxColumns = 4;
-constexpr size_t kGroupsPerPass = 2;
-constexpr size_t kStreams = 2;
-constexpr size_t kPrefetchBytes = 4096;
 
 // Group g's super-block sb: its 52 vectors and its 16 d's.
 struct Unit {
@@ -59,67 +50,6 @@ inline Unit unit_at(const uint8_t* w, size_t n_sb, size_t g, size_t sb) {
   return {pair + g % 2 * kVectors, pair + kD + g % 2 * 2 * kGroupRows};
 }
 
-// Where row r (< 32) of a pair's super-block goes: calls piece(unit offset, block offset, bytes)
-// for each piece (interleave and stored_row run the same map in opposite directions).
-template <typename Piece>
-void for_each_piece(size_t r, Piece&& piece) {
-  const size_t vectors = r / kGroupRows * kVectors, lane = r % kGroupRows;
-  for (size_t v = 0; v < 52; ++v) piece(vectors + 64 * v + 4 * lane, 4 * v, 4);
-  piece(kD + 2 * r, 208, 2);
-}
-
-void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out) {
-  const size_t n_sb = k / kQK;
-  for (size_t p = 0; p < n_rows / kPairRows; ++p) {
-    for (size_t r = 0; r < kPairRows; ++r) {
-      const uint8_t* row = w + (p * kPairRows + r) * row_stride;
-      for (size_t sb = 0; sb < n_sb; ++sb) {
-        uint8_t* unit = out + (p * n_sb + sb) * kPairUnit;
-        for_each_piece(r, [&](size_t at, size_t from, size_t bytes) {
-          std::memcpy(unit + at, row + sb * kBlockBytes + from, bytes);
-        });
-      }
-    }
-  }
-}
-
-// Row r (< 32) of the pair at `pair`, as stored.
-void stored_row(const uint8_t* pair, size_t n_sb, size_t r, uint8_t* row) {
-  for (size_t sb = 0; sb < n_sb; ++sb) {
-    const uint8_t* unit = pair + sb * kPairUnit;
-    for_each_piece(r, [&](size_t at, size_t from, size_t bytes) {
-      std::memcpy(row + sb * kBlockBytes + from, unit + at, bytes);
-    });
-  }
-}
-
-void dequantize_row(const uint8_t* pair, size_t r, size_t k, float* y) {
-  uint8_t* row = thread_scratch(k / kQK * kBlockBytes);
-  stored_row(pair, k / kQK, r, row);
-  ref::dequantize(TensorType::kQ6_K, row, y, k);
-}
-
-// A prepared column: k int8 values, then a record per super-block.
-size_t records_offset(size_t k) { return (k + 63) / 64 * 64; }
-size_t prepared_bytes(size_t k) { return records_offset(k) + k / kQK * kRecordBytes; }
-
-void prepare(const uint8_t* x, size_t k, uint8_t* out) {
-  std::memset(out, 0, prepared_bytes(k));
-  uint8_t* records = out + records_offset(k);
-  for (size_t sb = 0; sb < k / kQK; ++sb) {
-    const uint8_t* block = x + sb * kQ8KBytes;
-    std::memcpy(out + sb * kQK, block + 4, kQK);
-    std::memcpy(records + sb * kRecordBytes, block + kQ8KSums, 32);  // the 16 bsums
-    std::memcpy(records + sb * kRecordBytes + 32, block, 4);         // dx
-  }
-}
-
-inline __m512i broadcast_i32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
 // vpshufb control giving each lane the bytes a, a, b, b of its own dword; then an arithmetic
 // shift of each int16 by 8 leaves the signed bytes a and b as two int16 (the scale pairs).
 inline __m512i byte_pairs(__m512i v, int a, int b) {
@@ -129,201 +59,156 @@ inline __m512i byte_pairs(__m512i v, int a, int b) {
   return _mm512_srai_epi16(_mm512_shuffle_epi8(v, control), 8);
 }
 
-// G groups x C columns over all super-blocks; each (row, column)'s arithmetic is the same
-// whatever G and C. Group i's super-block sb is unit_at(w, n_sb, g[i], sb).
-template <size_t G, size_t C>
-void group_kernel(const uint8_t* w, size_t n_sb, const size_t (&g)[G], const uint8_t* x,
-                  size_t x_stride, size_t records, float* const (&y)[G], size_t y_stride) {
-  __m512 acc[G][C];
-#pragma GCC unroll 8
-  for (size_t i = 0; i < G; ++i) {
-#pragma GCC unroll 8
-    for (size_t c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+// The layout, as interleaved_k_driver.h reads it.
+struct Q6K {
+  static constexpr TensorType kType = TensorType::kQ6_K;
+  static constexpr size_t kRows = kPairRows;
+  static constexpr size_t kBlockBytes = avx512::kBlockBytes;
+  static constexpr size_t kRecordBytes = avx512::kRecordBytes;
+
+  // Where row r (< 32) of a pair's super-block goes: calls piece(unit offset, block offset, bytes)
+  // for each piece (rearranging and restoring run the same map in opposite directions).
+  template <typename Piece>
+  static void for_each_piece(size_t r, Piece&& piece) {
+    const size_t vectors = r / kGroupRows * kVectors, lane = r % kGroupRows;
+    for (size_t v = 0; v < 52; ++v) piece(vectors + 64 * v + 4 * lane, 4 * v, 4);
+    piece(kD + 2 * r, 208, 2);
   }
-  const __m512i nibble = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
-  for (size_t sb = 0; sb < n_sb; ++sb) {
-    Unit unit[G];
-    __m512i scaled[G][C], offsets[G][C];
+
+  static void prepare(const uint8_t* x, size_t k, uint8_t* out) {
+    std::memset(out, 0, records_offset(k) + k / kQK * kRecordBytes);
+    uint8_t* records = out + records_offset(k);
+    for (size_t sb = 0; sb < k / kQK; ++sb) {
+      const uint8_t* block = x + sb * kQ8KBytes;
+      std::memcpy(out + sb * kQK, block + 4, kQK);
+      std::memcpy(records + sb * kRecordBytes, block + kQ8KSums, 32);  // the 16 bsums
+      std::memcpy(records + sb * kRecordBytes + 32, block, 4);         // dx
+    }
+  }
+
+  // G groups x C columns over all super-blocks; each (row, column)'s arithmetic is the same
+  // whatever G and C. Group i's super-block sb is unit_at(w, n_sb, g[i], sb).
+  template <size_t G, size_t C>
+  static void group_kernel(const uint8_t* w, size_t n_sb, const size_t (&g)[G], const uint8_t* x,
+                           size_t x_stride, size_t records, float* const (&y)[G], size_t y_stride) {
+    __m512 acc[G][C];
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
-      unit[i] = unit_at(w, n_sb, g[i], sb);
-      _mm_prefetch(reinterpret_cast<const char*>(unit[i].d + kPrefetchBytes), _MM_HINT_T0);
-#pragma GCC unroll 4
-      for (size_t j = 0; j < 4; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(unit[i].vectors + kPrefetchBytes + kSc + 64 * j),
-                     _MM_HINT_T0);
-      }
-      // The -32 term: sum_s scale_s * bsum_s over sub-block pairs (2m, 2m + 1).
 #pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) offsets[i][c] = scaled[i][c] = _mm512_setzero_si512();
+      for (size_t c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    }
+    const __m512i nibble = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
+    for (size_t sb = 0; sb < n_sb; ++sb) {
+      Unit unit[G];
+      __m512i scaled[G][C], offsets[G][C];
+#pragma GCC unroll 8
+      for (size_t i = 0; i < G; ++i) {
+        unit[i] = unit_at(w, n_sb, g[i], sb);
+        _mm_prefetch(reinterpret_cast<const char*>(unit[i].d + kPrefetchBytes), _MM_HINT_T0);
 #pragma GCC unroll 4
-      for (size_t j = 0; j < 4; ++j) {
-        const __m512i sc = _mm512_loadu_si512(unit[i].vectors + kSc + 64 * j);
+        for (size_t j = 0; j < 4; ++j) {
+          _mm_prefetch(
+              reinterpret_cast<const char*>(unit[i].vectors + kPrefetchBytes + kSc + 64 * j),
+              _MM_HINT_T0);
+        }
+        // The -32 term: sum_s scale_s * bsum_s over sub-block pairs (2m, 2m + 1).
+#pragma GCC unroll 8
+        for (size_t c = 0; c < C; ++c) offsets[i][c] = scaled[i][c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (size_t j = 0; j < 4; ++j) {
+          const __m512i sc = _mm512_loadu_si512(unit[i].vectors + kSc + 64 * j);
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          const __m512i pair = byte_pairs(sc, 2 * h, 2 * h + 1);
+          for (int h = 0; h < 2; ++h) {
+            const __m512i pair = byte_pairs(sc, 2 * h, 2 * h + 1);
 #pragma GCC unroll 8
-          for (size_t c = 0; c < C; ++c) {
-            const uint8_t* sums = x + c * x_stride + records + sb * kRecordBytes;
-            offsets[i][c] = _mm512_dpwssd_epi32(
-                offsets[i][c], pair, broadcast_i32(sums + 4 * (2 * j + static_cast<size_t>(h))));
+            for (size_t c = 0; c < C; ++c) {
+              const uint8_t* sums = x + c * x_stride + records + sb * kRecordBytes;
+              offsets[i][c] = _mm512_dpwssd_epi32(
+                  offsets[i][c], pair, broadcast_i32(sums + 4 * (2 * j + static_cast<size_t>(h))));
+            }
           }
         }
       }
-    }
-    // Half n, then the sub-block parity: qh vector 8n + u (u = 4par .. 4par + 3) with ql vectors
-    // 16n + u and 16n + 8 + u gives elements 128n + 4u + {0, 32, 64, 96} + 0..3, of sub-blocks
-    // 8n + par + {0, 2, 4, 6}.
+      // Half n, then the sub-block parity: qh vector 8n + u (u = 4par .. 4par + 3) with ql vectors
+      // 16n + u and 16n + 8 + u gives elements 128n + 4u + {0, 32, 64, 96} + 0..3, of sub-blocks
+      // 8n + par + {0, 2, 4, 6}.
 #pragma GCC unroll 2
-    for (size_t n = 0; n < 2; ++n) {
+      for (size_t n = 0; n < 2; ++n) {
 #pragma GCC unroll 2
-      for (size_t par = 0; par < 2; ++par) {
-        __m512i scale[G][4];
-#pragma GCC unroll 8
-        for (size_t i = 0; i < G; ++i) {
-          const __m512i lo = _mm512_loadu_si512(unit[i].vectors + kSc + 64 * (2 * n));
-          const __m512i hi = _mm512_loadu_si512(unit[i].vectors + kSc + 64 * (2 * n + 1));
-          const int t = static_cast<int>(par);
-          scale[i][0] = byte_pairs(lo, t, t);
-          scale[i][1] = byte_pairs(lo, t + 2, t + 2);
-          scale[i][2] = byte_pairs(hi, t, t);
-          scale[i][3] = byte_pairs(hi, t + 2, t + 2);
-        }
-#pragma GCC unroll 4
-        for (size_t u4 = 0; u4 < 4; ++u4) {
-          const size_t u = 4 * par + u4;
+        for (size_t par = 0; par < 2; ++par) {
+          __m512i scale[G][4];
 #pragma GCC unroll 8
           for (size_t i = 0; i < G; ++i) {
-            const uint8_t* v = unit[i].vectors;
-            const size_t a_at = 64 * (16 * n + u), b_at = 64 * (16 * n + 8 + u);
-            const size_t h_at = kQh + 64 * (8 * n + u);
-            _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchBytes + a_at), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchBytes + b_at), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchBytes + h_at), _MM_HINT_T0);
-            const __m512i a = _mm512_loadu_si512(v + a_at);
-            const __m512i b = _mm512_loadu_si512(v + b_at);
-            const __m512i hb = _mm512_loadu_si512(v + h_at);
-            // Sixteen-bit shifts: bits carried across a byte land outside bits 4-5 (masked).
-            const __m512i q[4] = {
-                _mm512_ternarylogic_epi32(_mm512_and_si512(a, nibble), _mm512_slli_epi16(hb, 4),
-                                          high_bits, 0xF8),
-                _mm512_ternarylogic_epi32(_mm512_and_si512(b, nibble), _mm512_slli_epi16(hb, 2),
-                                          high_bits, 0xF8),
-                _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(a, 4), nibble), hb,
-                                          high_bits, 0xF8),
-                _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(b, 4), nibble),
-                                          _mm512_srli_epi16(hb, 2), high_bits, 0xF8)};
+            const __m512i lo = _mm512_loadu_si512(unit[i].vectors + kSc + 64 * (2 * n));
+            const __m512i hi = _mm512_loadu_si512(unit[i].vectors + kSc + 64 * (2 * n + 1));
+            const int t = static_cast<int>(par);
+            scale[i][0] = byte_pairs(lo, t, t);
+            scale[i][1] = byte_pairs(lo, t + 2, t + 2);
+            scale[i][2] = byte_pairs(hi, t, t);
+            scale[i][3] = byte_pairs(hi, t + 2, t + 2);
+          }
 #pragma GCC unroll 4
-            for (size_t part = 0; part < 4; ++part) {
+          for (size_t u4 = 0; u4 < 4; ++u4) {
+            const size_t u = 4 * par + u4;
 #pragma GCC unroll 8
-              for (size_t c = 0; c < C; ++c) {
-                const uint8_t* xs = x + c * x_stride + sb * kQK + 128 * n + 32 * part + 4 * u;
-                const __m512i pairs = _mm512_maddubs_epi16(q[part], broadcast_i32(xs));
-                scaled[i][c] = _mm512_dpwssd_epi32(scaled[i][c], pairs, scale[i][part]);
+            for (size_t i = 0; i < G; ++i) {
+              const uint8_t* v = unit[i].vectors;
+              const size_t a_at = 64 * (16 * n + u), b_at = 64 * (16 * n + 8 + u);
+              const size_t h_at = kQh + 64 * (8 * n + u);
+              _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchBytes + a_at), _MM_HINT_T0);
+              _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchBytes + b_at), _MM_HINT_T0);
+              _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchBytes + h_at), _MM_HINT_T0);
+              const __m512i a = _mm512_loadu_si512(v + a_at);
+              const __m512i b = _mm512_loadu_si512(v + b_at);
+              const __m512i hb = _mm512_loadu_si512(v + h_at);
+              // Sixteen-bit shifts: bits carried across a byte land outside bits 4-5 (masked).
+              const __m512i q[4] = {
+                  _mm512_ternarylogic_epi32(_mm512_and_si512(a, nibble), _mm512_slli_epi16(hb, 4),
+                                            high_bits, 0xF8),
+                  _mm512_ternarylogic_epi32(_mm512_and_si512(b, nibble), _mm512_slli_epi16(hb, 2),
+                                            high_bits, 0xF8),
+                  _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(a, 4), nibble), hb,
+                                            high_bits, 0xF8),
+                  _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(b, 4), nibble),
+                                            _mm512_srli_epi16(hb, 2), high_bits, 0xF8)};
+#pragma GCC unroll 4
+              for (size_t part = 0; part < 4; ++part) {
+#pragma GCC unroll 8
+                for (size_t c = 0; c < C; ++c) {
+                  const uint8_t* xs = x + c * x_stride + sb * kQK + 128 * n + 32 * part + 4 * u;
+                  const __m512i pairs = _mm512_maddubs_epi16(q[part], broadcast_i32(xs));
+                  scaled[i][c] = _mm512_dpwssd_epi32(scaled[i][c], pairs, scale[i][part]);
+                }
               }
             }
           }
         }
       }
+#pragma GCC unroll 8
+      for (size_t i = 0; i < G; ++i) {
+        const __m512 d =
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit[i].d)));
+#pragma GCC unroll 8
+        for (size_t c = 0; c < C; ++c) {
+          float dx_value;
+          std::memcpy(&dx_value, x + c * x_stride + records + sb * kRecordBytes + 32, 4);
+          const __m512i total = _mm512_sub_epi32(scaled[i][c], _mm512_slli_epi32(offsets[i][c], 5));
+          acc[i][c] = _mm512_add_ps(
+              acc[i][c],
+              _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx_value)), _mm512_cvtepi32_ps(total)));
+        }
+      }
     }
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
-      const __m512 d =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit[i].d)));
 #pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) {
-        float dx_value;
-        std::memcpy(&dx_value, x + c * x_stride + records + sb * kRecordBytes + 32, 4);
-        const __m512i total = _mm512_sub_epi32(scaled[i][c], _mm512_slli_epi32(offsets[i][c], 5));
-        acc[i][c] = _mm512_add_ps(
-            acc[i][c],
-            _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx_value)), _mm512_cvtepi32_ps(total)));
-      }
+      for (size_t c = 0; c < C; ++c) _mm512_storeu_ps(y[i] + c * y_stride, acc[i][c]);
     }
   }
-#pragma GCC unroll 8
-  for (size_t i = 0; i < G; ++i) {
-#pragma GCC unroll 8
-    for (size_t c = 0; c < C; ++c) _mm512_storeu_ps(y[i] + c * y_stride, acc[i][c]);
-  }
-}
-
-// Decode: kStreams far-apart groups side by side, then the groups left over one at a time.
-void decode(const DotTile& t, size_t n_sb, size_t records) {
-  const size_t n_groups = t.n_rows / kGroupRows;
-  const size_t part = n_groups / kStreams;
-  for (size_t g = 0; g < part; ++g) {
-    size_t groups[kStreams];
-    float* y[kStreams];
-    for (size_t p = 0; p < kStreams; ++p) {
-      groups[p] = p * part + g;
-      y[p] = t.y + groups[p] * kGroupRows;
-    }
-    group_kernel<kStreams, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y, t.y_stride);
-  }
-  for (size_t g = kStreams * part; g < n_groups; ++g) {
-    const size_t groups[1] = {g};
-    float* y[1] = {t.y + g * kGroupRows};
-    group_kernel<1, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y, t.y_stride);
-  }
-}
-
-void dot(const DotTile& t) {
-  const size_t n_sb = t.k / kQK;
-  const size_t n_groups = t.n_rows / kGroupRows;
-  const size_t records = records_offset(t.k);
-  if (t.n_cols == 1) {
-    decode(t, n_sb, records);
-    return;
-  }
-  for (size_t g0 = 0; g0 < n_groups; g0 += kGroupsPerPass) {
-    const size_t groups = n_groups - g0 < kGroupsPerPass ? n_groups - g0 : kGroupsPerPass;
-    for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
-      for (size_t g = g0; g < g0 + groups; ++g) {
-        const size_t group[1] = {g};
-        float* y[1] = {t.y + c * t.y_stride + g * kGroupRows};
-        group_kernel<1, C>(t.w, n_sb, group, t.x + c * t.x_stride, t.x_stride, records, y,
-                           t.y_stride);
-      }
-    });
-  }
-}
-
-// The stored rows' F32-activation product, which dot_f32 runs on each pair's rows restored to
-// their stored order (so the F32 path gives the same bits interleaved or not).
-DotTileFn g_stored_dot_f32 = nullptr;
-
-void dot_f32(const DotTile& t) {
-  const size_t n_sb = t.k / kQK;
-  const size_t row_bytes = n_sb * kBlockBytes;
-  uint8_t* rows = thread_scratch(kPairRows * row_bytes);
-  for (size_t p = 0; p < t.n_rows / kPairRows; ++p) {
-    const uint8_t* pair = t.w + p * n_sb * kPairUnit;
-    for (size_t r = 0; r < kPairRows; ++r) stored_row(pair, n_sb, r, rows + r * row_bytes);
-    DotTile stored = t;
-    stored.w = rows;
-    stored.w_stride = row_bytes;
-    stored.n_rows = kPairRows;
-    stored.y = t.y + p * kPairRows;
-    g_stored_dot_f32(stored);
-  }
-}
+};
 
 }  // namespace
 
-void fill_interleaved_q6k_dots_vnni(KernelTable& table) {
-  WeightKernels& w = table.weights[static_cast<uint32_t>(TensorType::kQ6_K)];
-  g_stored_dot_f32 = w.dot_f32;
-  InterleavedKernels& k = w.interleaved;
-  k.rows = kPairRows;
-  k.min_k = 0;
-  k.exact = true;
-  k.interleave = interleave;
-  k.prepare = prepare;
-  k.prepared_bytes = prepared_bytes;
-  k.dot = dot;
-  k.dot_f32 = dot_f32;
-  k.dequantize_row = dequantize_row;
-}
+void fill_interleaved_q6k_dots_vnni(KernelTable& table) { fill<Q6K>(table); }
 
 }  // namespace synapse::avx512
