@@ -109,21 +109,15 @@ struct Q4K {
     }
   }
 
-  // G groups (group i's units at w + (groups[i] * n_sb + sb) * kUnit, outputs at y[i][c * y_stride
-  // + lane]) x C columns over all super-blocks. Each (row, column)'s arithmetic is the same
-  // whatever G and C. The groups' work is interleaved load by load, so the far-apart streams of
-  // decode are read side by side (a unit is ~300 instructions: one after the other, the second
-  // stream's loads would start only when the first unit's were done).
+  // G groups (group i's units at w + (groups[i] * n_sb + sb) * kUnit) x C columns over all
+  // super-blocks, added to acc. Each (row, column)'s arithmetic is the same whatever G and C. The
+  // groups' work is interleaved load by load, so the far-apart streams of decode are read side by
+  // side (a unit is ~300 instructions: one after the other, the second stream's loads would start
+  // only when the first unit's were done).
   template <size_t G, size_t C>
-  static void group_kernel(const uint8_t* w, size_t n_sb, const size_t (&groups)[G],
-                           const uint8_t* x, size_t x_stride, size_t records, float* const (&y)[G],
-                           size_t y_stride) {
-    __m512 acc[G][C];
-#pragma GCC unroll 8
-    for (size_t i = 0; i < G; ++i) {
-#pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
-    }
+  static void add_super_blocks(const uint8_t* w, size_t n_sb, const size_t (&groups)[G],
+                               const uint8_t* x, size_t x_stride, size_t records,
+                               __m512 (&acc)[G][C]) {
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     for (size_t sb = 0; sb < n_sb; ++sb) {
       const uint8_t* unit[G];
@@ -214,11 +208,6 @@ struct Q4K {
               acc[i][c], _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(mins)));
         }
       }
-    }
-#pragma GCC unroll 8
-    for (size_t i = 0; i < G; ++i) {
-#pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) _mm512_storeu_ps(y[i] + c * y_stride, acc[i][c]);
     }
   }
 };

@@ -59,6 +59,52 @@ inline __m512i byte_pairs(__m512i v, int a, int b) {
   return _mm512_srai_epi16(_mm512_shuffle_epi8(v, control), 8);
 }
 
+// Each lane's sum_s scale_s * bsum_s for C columns (the factor of the -32 term), over sub-block
+// pairs (2m, 2m + 1); `record` is the super-block's record offset in a prepared column.
+template <size_t C>
+void bsum_terms(const uint8_t* vectors, const uint8_t* x, size_t x_stride, size_t record,
+                __m512i (&terms)[C]) {
+#pragma GCC unroll 8
+  for (size_t c = 0; c < C; ++c) terms[c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (size_t j = 0; j < 4; ++j) {
+    const __m512i sc = _mm512_loadu_si512(vectors + kSc + 64 * j);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m512i pair = byte_pairs(sc, 2 * h, 2 * h + 1);
+      const size_t m = 2 * j + static_cast<size_t>(h);
+#pragma GCC unroll 8
+      for (size_t c = 0; c < C; ++c) {
+        terms[c] =
+            _mm512_dpwssd_epi32(terms[c], pair, broadcast_i32(x + c * x_stride + record + 4 * m));
+      }
+    }
+  }
+}
+
+// The unsigned six-bit levels of qh vector 8n + u with ql vectors 16n + u and 16n + 8 + u:
+// elements 128n + 4u + 32 * part + 0..3 in q[part]. Each line is prefetched kPrefetchBytes ahead.
+inline void six_bit_levels(const uint8_t* vectors, size_t n, size_t u, __m512i (&q)[4]) {
+  const size_t a_at = 64 * (16 * n + u), b_at = 64 * (16 * n + 8 + u),
+               h_at = kQh + 64 * (8 * n + u);
+  for (size_t at : {a_at, b_at, h_at}) {
+    _mm_prefetch(reinterpret_cast<const char*>(vectors + kPrefetchBytes + at), _MM_HINT_T0);
+  }
+  const __m512i a = _mm512_loadu_si512(vectors + a_at);
+  const __m512i b = _mm512_loadu_si512(vectors + b_at);
+  const __m512i hb = _mm512_loadu_si512(vectors + h_at);
+  const __m512i nibble = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
+  // Sixteen-bit shifts: bits carried across a byte land outside bits 4-5 (masked).
+  q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(a, nibble), _mm512_slli_epi16(hb, 4), high_bits,
+                                   0xF8);
+  q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(b, nibble), _mm512_slli_epi16(hb, 2), high_bits,
+                                   0xF8);
+  q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(a, 4), nibble), hb, high_bits,
+                                   0xF8);
+  q[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(b, 4), nibble),
+                                   _mm512_srli_epi16(hb, 2), high_bits, 0xF8);
+}
+
 // The layout, as interleaved_k_driver.h reads it.
 struct Q6K {
   static constexpr TensorType kType = TensorType::kQ6_K;
@@ -86,18 +132,12 @@ struct Q6K {
     }
   }
 
-  // G groups x C columns over all super-blocks; each (row, column)'s arithmetic is the same
-  // whatever G and C. Group i's super-block sb is unit_at(w, n_sb, g[i], sb).
+  // G groups x C columns over all super-blocks, added to acc; each (row, column)'s arithmetic is
+  // the same whatever G and C. Group i's super-block sb is unit_at(w, n_sb, g[i], sb).
   template <size_t G, size_t C>
-  static void group_kernel(const uint8_t* w, size_t n_sb, const size_t (&g)[G], const uint8_t* x,
-                           size_t x_stride, size_t records, float* const (&y)[G], size_t y_stride) {
-    __m512 acc[G][C];
-#pragma GCC unroll 8
-    for (size_t i = 0; i < G; ++i) {
-#pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
-    }
-    const __m512i nibble = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
+  static void add_super_blocks(const uint8_t* w, size_t n_sb, const size_t (&g)[G],
+                               const uint8_t* x, size_t x_stride, size_t records,
+                               __m512 (&acc)[G][C]) {
     for (size_t sb = 0; sb < n_sb; ++sb) {
       Unit unit[G];
       __m512i scaled[G][C], offsets[G][C];
@@ -111,23 +151,9 @@ struct Q6K {
               reinterpret_cast<const char*>(unit[i].vectors + kPrefetchBytes + kSc + 64 * j),
               _MM_HINT_T0);
         }
-        // The -32 term: sum_s scale_s * bsum_s over sub-block pairs (2m, 2m + 1).
 #pragma GCC unroll 8
-        for (size_t c = 0; c < C; ++c) offsets[i][c] = scaled[i][c] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (size_t j = 0; j < 4; ++j) {
-          const __m512i sc = _mm512_loadu_si512(unit[i].vectors + kSc + 64 * j);
-#pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) {
-            const __m512i pair = byte_pairs(sc, 2 * h, 2 * h + 1);
-#pragma GCC unroll 8
-            for (size_t c = 0; c < C; ++c) {
-              const uint8_t* sums = x + c * x_stride + records + sb * kRecordBytes;
-              offsets[i][c] = _mm512_dpwssd_epi32(
-                  offsets[i][c], pair, broadcast_i32(sums + 4 * (2 * j + static_cast<size_t>(h))));
-            }
-          }
-        }
+        for (size_t c = 0; c < C; ++c) scaled[i][c] = _mm512_setzero_si512();
+        bsum_terms<C>(unit[i].vectors, x, x_stride, records + sb * kRecordBytes, offsets[i]);
       }
       // Half n, then the sub-block parity: qh vector 8n + u (u = 4par .. 4par + 3) with ql vectors
       // 16n + u and 16n + 8 + u gives elements 128n + 4u + {0, 32, 64, 96} + 0..3, of sub-blocks
@@ -152,25 +178,8 @@ struct Q6K {
             const size_t u = 4 * par + u4;
 #pragma GCC unroll 8
             for (size_t i = 0; i < G; ++i) {
-              const uint8_t* v = unit[i].vectors;
-              const size_t a_at = 64 * (16 * n + u), b_at = 64 * (16 * n + 8 + u);
-              const size_t h_at = kQh + 64 * (8 * n + u);
-              _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchBytes + a_at), _MM_HINT_T0);
-              _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchBytes + b_at), _MM_HINT_T0);
-              _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchBytes + h_at), _MM_HINT_T0);
-              const __m512i a = _mm512_loadu_si512(v + a_at);
-              const __m512i b = _mm512_loadu_si512(v + b_at);
-              const __m512i hb = _mm512_loadu_si512(v + h_at);
-              // Sixteen-bit shifts: bits carried across a byte land outside bits 4-5 (masked).
-              const __m512i q[4] = {
-                  _mm512_ternarylogic_epi32(_mm512_and_si512(a, nibble), _mm512_slli_epi16(hb, 4),
-                                            high_bits, 0xF8),
-                  _mm512_ternarylogic_epi32(_mm512_and_si512(b, nibble), _mm512_slli_epi16(hb, 2),
-                                            high_bits, 0xF8),
-                  _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(a, 4), nibble), hb,
-                                            high_bits, 0xF8),
-                  _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(b, 4), nibble),
-                                            _mm512_srli_epi16(hb, 2), high_bits, 0xF8)};
+              __m512i q[4];
+              six_bit_levels(unit[i].vectors, n, u, q);
 #pragma GCC unroll 4
               for (size_t part = 0; part < 4; ++part) {
 #pragma GCC unroll 8
@@ -198,11 +207,6 @@ struct Q6K {
               _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx_value)), _mm512_cvtepi32_ps(total)));
         }
       }
-    }
-#pragma GCC unroll 8
-    for (size_t i = 0; i < G; ++i) {
-#pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) _mm512_storeu_ps(y[i] + c * y_stride, acc[i][c]);
     }
   }
 };

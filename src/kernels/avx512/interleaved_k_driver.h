@@ -7,9 +7,9 @@
 //   group's unit would not be a whole number of cache lines),
 //   for_each_piece(r, piece): piece(unit offset, block offset, bytes) for row r (< kRows),
 //   prepare(x, k, out): a column of Q8_K activations as group_kernel reads it,
-//   group_kernel<G, C>(w, n_sb, groups, x, x_stride, records, y, y_stride): G groups of sixteen
-//   rows (their indices) x C columns over all super-blocks, each (row, column)'s arithmetic the
-//   same whatever G and C.
+//   add_super_blocks<G, C>(w, n_sb, groups, x, x_stride, records, acc): G groups of sixteen rows
+//   (their indices) x C columns over all super-blocks, added to acc[G][C] (lane = row), each
+//   (row, column)'s arithmetic the same whatever G and C.
 // Internal linkage, like simd_avx2.h: no copy compiled with ISA flags can be picked by the linker
 // for another translation unit.
 #pragma once
@@ -85,6 +85,24 @@ void dequantize_row(const uint8_t* units, size_t r, size_t k, float* y) {
   ref::dequantize(L::kType, row, y, k);
 }
 
+// G groups x C columns: the layout's sums from zero, stored at y[i] + c * y_stride.
+template <typename L, size_t G, size_t C>
+void group_kernel(const uint8_t* w, size_t n_sb, const size_t (&groups)[G], const uint8_t* x,
+                  size_t x_stride, size_t records, float* const (&y)[G], size_t y_stride) {
+  __m512 acc[G][C];
+#pragma GCC unroll 8
+  for (size_t i = 0; i < G; ++i) {
+#pragma GCC unroll 8
+    for (size_t c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+  }
+  L::template add_super_blocks<G, C>(w, n_sb, groups, x, x_stride, records, acc);
+#pragma GCC unroll 8
+  for (size_t i = 0; i < G; ++i) {
+#pragma GCC unroll 8
+    for (size_t c = 0; c < C; ++c) _mm512_storeu_ps(y[i] + c * y_stride, acc[i][c]);
+  }
+}
+
 // Decode: kStreams far-apart groups side by side (their own sequential streams in the
 // out-of-order window), then the groups left over one at a time.
 template <typename L>
@@ -98,13 +116,12 @@ void decode(const DotTile& t, size_t n_sb, size_t records) {
       groups[p] = p * part + g;
       y[p] = t.y + groups[p] * kGroupRows;
     }
-    L::template group_kernel<kStreams, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y,
-                                          t.y_stride);
+    group_kernel<L, kStreams, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y, t.y_stride);
   }
   for (size_t g = kStreams * part; g < n_groups; ++g) {
     const size_t groups[1] = {g};
     float* y[1] = {t.y + g * kGroupRows};
-    L::template group_kernel<1, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y, t.y_stride);
+    group_kernel<L, 1, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y, t.y_stride);
   }
 }
 
@@ -123,8 +140,8 @@ void dot(const DotTile& t) {
       for (size_t g = g0; g < g0 + groups; ++g) {
         const size_t group[1] = {g};
         float* y[1] = {t.y + c * t.y_stride + g * kGroupRows};
-        L::template group_kernel<1, C>(t.w, n_sb, group, t.x + c * t.x_stride, t.x_stride, records,
-                                       y, t.y_stride);
+        group_kernel<L, 1, C>(t.w, n_sb, group, t.x + c * t.x_stride, t.x_stride, records, y,
+                              t.y_stride);
       }
     });
   }
