@@ -211,6 +211,13 @@ std::string models_response(const std::vector<ModelInfo>& models) {
       entry["requests"] = m.requests;
       entry["idle_s"] = m.idle_s;
       entry["expires_at"] = m.expires_at ? Json(*m.expires_at) : Json(nullptr);
+      if (m.worker) {
+        entry["worker"] = {{"pid", m.worker->pid},
+                           {"state", m.worker->state},
+                           {"crashes", m.worker->crashes},
+                           {"restarts", m.worker->restarts},
+                           {"quarantined", m.worker->quarantined}};
+      }
     }
     j["data"].push_back(std::move(entry));
   }

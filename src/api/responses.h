@@ -91,6 +91,15 @@ std::string chat_chunk(const ResponseMeta& meta, const ChatDelta& delta,
 // The final usage chunk of stream_options.include_usage: "choices": [] and "usage".
 std::string usage_chunk(const ResponseMeta& meta, bool chat, const Usage& usage);
 
+// The worker process serving a model (`synapse serve --isolate`).
+struct WorkerInfo {
+  int32_t pid = 0;    // 0 while none runs
+  std::string state;  // "running", "restarting", "unavailable", "stopped"
+  uint64_t crashes = 0;
+  uint64_t restarts = 0;
+  uint64_t quarantined = 0;  // prompts refused as quarantined
+};
+
 struct ModelInfo {
   std::string id;
   int64_t created = 0;
@@ -105,6 +114,7 @@ struct ModelInfo {
   size_t requests = 0;
   double idle_s = 0.0;
   std::optional<int64_t> expires_at;
+  std::optional<WorkerInfo> worker;  // with --isolate: its worker process
 };
 std::string models_response(const std::vector<ModelInfo>& models);
 

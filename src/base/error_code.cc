@@ -110,6 +110,15 @@ constexpr std::array kTable = {
                   "the grammar or schema is malformed"},
     ErrorCodeInfo{ErrorCode::kQueueFull, "queue_full", kT, 429,
                   "the request queue is full; retry after the suggested delay", kRetrySoonMs},
+    ErrorCodeInfo{ErrorCode::kWorkerCrashed, "worker_crashed", kT, 503,
+                  "the model's worker process stopped while running the request; it is being "
+                  "restarted",
+                  kRetrySoonMs},
+    ErrorCodeInfo{ErrorCode::kQuarantined, "quarantined", kP, 422,
+                  "the same request was running at two crashes of its model's worker; it is "
+                  "refused so that it cannot crash the worker again"},
+    ErrorCodeInfo{ErrorCode::kProtocolError, "protocol_error", kP, 500,
+                  "a worker process sent a frame that cannot be read"},
     // Storage problems are transient: freeing disk space or fixing permissions lets a retry work.
     ErrorCodeInfo{ErrorCode::kJobNotFound, "job_not_found", kP, 404, "no job with this id"},
     ErrorCodeInfo{ErrorCode::kLeaseLost, "lease_lost", kP, 409,

@@ -80,6 +80,10 @@ enum class ErrorCode : uint16_t {
   kInvalidGrammar = 662,     // a grammar (GBNF) or schema that is malformed
   // The service's scheduler (src/serve).
   kQueueFull = 700,  // admission refused: the request's class queue is at its bound
+  // Worker processes (src/worker): a model's engine runs apart from the front.
+  kWorkerCrashed = 701,  // the worker died (or hung and was killed) with the request in flight
+  kQuarantined = 702,    // the request was in flight at two of its worker's crashes
+  kProtocolError = 703,  // a worker frame that cannot be read
   // Durable jobs and their storage.
   kJobNotFound = 800,
   kLeaseLost = 801,

@@ -3,6 +3,7 @@
 // size, its details (family, parameter size, quantization: from /api/ps, read from the model
 // file's metadata), busy or idle, and when its keep-alive unloads it. Reads /api/ps (Ollama's
 // shape) when the server has it, else /v1/models; a field the server does not report shows as "-".
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <optional>
@@ -38,7 +39,39 @@ struct Row {
   std::string family;
   std::string parameter_size;
   std::string quantization_level;
+  // With `synapse serve --isolate`: its worker process.
+  std::optional<int64_t> worker_pid;
+  std::string worker_state;
+  std::optional<int64_t> worker_crashes;
+  std::optional<int64_t> quarantined;
 };
+
+void read_worker(const Json& m, Row& row) {
+  const Json w = m.value("worker", Json());
+  if (!w.is_object()) return;
+  if (w.value("pid", Json()).is_number_integer()) row.worker_pid = w["pid"].get<int64_t>();
+  if (w.value("state", Json()).is_string()) row.worker_state = w["state"].get<std::string>();
+  if (w.value("crashes", Json()).is_number_integer()) {
+    row.worker_crashes = w["crashes"].get<int64_t>();
+  }
+  if (w.value("quarantined", Json()).is_number_integer()) {
+    row.quarantined = w["quarantined"].get<int64_t>();
+  }
+}
+
+// "pid 4242", "pid 4242, 2 crashes, 1 quarantined", "in process" or "-" (not reported).
+std::string worker_of(const Row& r) {
+  if (r.worker_state.empty()) return "-";
+  std::string out = r.worker_pid && *r.worker_pid > 0 ? "pid " + std::to_string(*r.worker_pid)
+                                                       : "no pid";
+  if (r.worker_crashes && *r.worker_crashes > 0) {
+    out += ", " + std::to_string(*r.worker_crashes) + " crashes";
+  }
+  if (r.quarantined && *r.quarantined > 0) {
+    out += ", " + std::to_string(*r.quarantined) + " quarantined";
+  }
+  return out;
+}
 
 void read_details(const Json& m, Row& row) {
   const Json details = m.value("details", Json::object());
@@ -140,6 +173,7 @@ Result<std::vector<Row>> loaded_models(const ServerClient& client) {
       row.requests = m["requests"].get<int64_t>();
     if (m.value("idle_s", Json()).is_number()) row.idle_s = m["idle_s"].get<double>();
     read_expiry(m, row);
+    read_worker(m, row);
     rows.push_back(std::move(row));
   }
   // Ollama's /api/ps, where the server has it, knows size and expiry.
@@ -171,6 +205,8 @@ std::string span(int64_t s) {
 }
 
 std::string state_of(const Row& r) {
+  // A worker that is not running says why before anything about requests.
+  if (!r.worker_state.empty() && r.worker_state != "running") return r.worker_state;
   if (r.requests && *r.requests > 0) return "busy (" + std::to_string(*r.requests) + ")";
   if (r.idle_s) return "idle " + span(static_cast<int64_t>(*r.idle_s));
   return "loaded";
@@ -204,18 +240,28 @@ int run(const Options& o) {
       m["family"] = or_null(r.family);
       m["parameter_size"] = or_null(r.parameter_size);
       m["quantization_level"] = or_null(r.quantization_level);
+      if (!r.worker_state.empty()) {
+        m["worker"] = {{"pid", r.worker_pid ? Json(*r.worker_pid) : Json()},
+                       {"state", r.worker_state},
+                       {"crashes", r.worker_crashes ? Json(*r.worker_crashes) : Json()},
+                       {"quarantined", r.quarantined ? Json(*r.quarantined) : Json()}};
+      }
       out["models"].push_back(std::move(m));
     }
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
-  std::printf("%-32s %-11s %-10s %-22s %-18s %s\n", "NAME", "KIND", "SIZE", "DETAILS", "STATE",
-              "UNTIL");
+  const bool workers = std::any_of(rows->begin(), rows->end(),
+                                   [](const Row& r) { return !r.worker_state.empty(); });
+  // The WORKER column only for a server with worker processes (--isolate).
+  const char* format = workers ? "%-32s %-11s %-10s %-22s %-18s %-22s %s\n"
+                               : "%-32s %-11s %-10s %-22s %-18s %s%s\n";
+  std::printf(format, "NAME", "KIND", "SIZE", "DETAILS", "STATE", "UNTIL",
+              workers ? "WORKER" : "");
   for (const Row& r : *rows) {
-    std::printf("%-32s %-11s %-10s %-22s %-18s %s\n", r.name.c_str(),
-                r.kind.empty() ? "-" : r.kind.c_str(),
+    std::printf(format, r.name.c_str(), r.kind.empty() ? "-" : r.kind.c_str(),
                 r.bytes ? human_bytes(*r.bytes).c_str() : "-", details_of(r).c_str(),
-                state_of(r).c_str(), until_of(r).c_str());
+                state_of(r).c_str(), until_of(r).c_str(), workers ? worker_of(r).c_str() : "");
   }
   return kExitOk;
 }

@@ -27,6 +27,7 @@ void add_grammar_command(CLI::App& app, int& exit_code);
 void add_pull_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_ps_command(CLI::App& app, int& exit_code);
+void add_worker_command(CLI::App& app, int& exit_code);
 
 // "synapse 0.1.0 (commit ..., compiler ..., build ...)\ncpu: ..."
 std::string version_text();

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   add_pull_command(app, exit_code);
   add_run_command(app, exit_code);
   add_ps_command(app, exit_code);
+  add_worker_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

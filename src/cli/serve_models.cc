@@ -4,62 +4,101 @@
 #include <filesystem>
 #include <memory>
 
+#include "format/model_file.h"
+#include "model/arch/architecture.h"
 #include "serve/service.h"
 #include "store/model_store.h"
+#include "worker/worker_service.h"
 
 namespace synapse::cli {
 namespace {
 
-// A loaded model and what it runs on, owned together; the Service stops first.
-struct ServeInstance : request::ModelInstance {
-  LoadedModel loaded;
-  std::unique_ptr<DecoderModel> draft;  // speculative decoding's draft model (--draft)
+// The front's side of a model served by a worker process: the model file's metadata (its
+// tokenizer and chat template: the front templates and tokenizes) and the WorkerService.
+struct WorkerInstance : request::ModelInstance {
+  std::unique_ptr<ModelFile> file;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
-  std::unique_ptr<serve::Service> service;
-  ~ServeInstance() override { service.reset(); }
+  std::unique_ptr<worker::WorkerService> service;
+  ~WorkerInstance() override { service.reset(); }
 };
 
-// `drafted`: the model --draft drafts for (the first -m model's name).
-Result<std::unique_ptr<request::ModelInstance>> load_instance(
-    const ServeModelsOptions& o, const request::ModelSource& source,
-    const std::shared_ptr<serve::ComputeGate>& gate, const std::string& drafted) {
-  RunOptions run = o.run;
-  run.model = source.ref;
-  auto instance = std::make_unique<ServeInstance>();
-  SYN_ASSIGN_OR_RETURN(instance->loaded, load_model(run, serve::serving_decoder_options()));
-  DecoderModel& model = *instance->loaded.model;
-  SYN_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, load_tokenizer(model));
-  instance->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+request::ServedKind kind_of(const serve::ModelService& service) {
+  return service.generates()    ? request::ServedKind::kGeneration
+         : service.can_rerank() ? request::ServedKind::kRerank
+                                : request::ServedKind::kEmbedding;
+}
+
+request::ServedModelOptions served_model_options(const ServeModelsOptions& o) {
   request::ServedModelOptions served_options;
   served_options.chat_template = o.chat_template;
   served_options.flexible_json = o.json_whitespace == "flexible";
-  SYN_ASSIGN_OR_RETURN(
-      instance->served,
-      request::describe_served_model(source.name, model, *instance->tokenizer, served_options));
-  serve::ServiceConfig config;
-  config.scheduler.max_active = o.parallel;
-  config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};
-  config.eog_tokens = end_of_generation_tokens(model);
-  config.compute_gate = gate;
-  config.draft_max = o.lookup || !o.draft.empty() ? o.draft_max : 0;
-  if (!o.draft.empty() && source.name == drafted) {
-    SYN_ASSIGN_OR_RETURN(instance->draft, load_draft_model(o.draft, run, instance->loaded));
-    config.draft_model = instance->draft.get();
-  }
-  instance->service = std::make_unique<serve::Service>(model, *instance->tokenizer, config);
-  instance->served.service = instance->service.get();
-  const serve::Service& service = *instance->service;
-  instance->kind = service.generates()    ? request::ServedKind::kGeneration
-                   : service.can_rerank() ? request::ServedKind::kRerank
-                                          : request::ServedKind::kEmbedding;
+  return served_options;
+}
+
+uint64_t file_bytes(const std::string& path, uint64_t otherwise) {
   std::error_code ec;
-  instance->bytes = std::filesystem::file_size(instance->loaded.resolved.path, ec);
-  if (ec) instance->bytes = source.bytes;
-  instance->bytes += service.kv_capacity_bytes();
-  if (instance->draft) {
-    const uintmax_t draft_bytes = std::filesystem::file_size(instance->draft->file().path(), ec);
-    if (!ec) instance->bytes += draft_bytes;
-  }
+  const uintmax_t bytes = std::filesystem::file_size(path, ec);
+  return ec ? otherwise : bytes;
+}
+
+std::string this_executable() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("synapse") : exe.string();
+}
+
+// `synapse worker` with what it needs of this server's options to load `source` as this
+// process would.
+std::vector<std::string> worker_command_line(const ServeModelsOptions& o,
+                                             const request::ModelSource& source,
+                                             const std::string& drafted) {
+  const auto number = [](size_t n) { return std::to_string(n); };
+  std::vector<std::string> argv = {this_executable(), "worker", "--name", source.name,
+                                   "-m", source.ref, "--parallel", number(o.parallel),
+                                   "--queue-limit", number(o.queue_limit),
+                                   "--json-whitespace", o.json_whitespace,
+                                   "--activations", o.run.activations,
+                                   "--cache-type", o.run.cache_type,
+                                   "--draft-max", number(o.draft_max)};
+  if (!o.run.store.empty()) argv.insert(argv.end(), {"--store", o.run.store});
+  if (o.run.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.run.threads)});
+  if (o.run.n_ctx > 0) argv.insert(argv.end(), {"--ctx", std::to_string(o.run.n_ctx)});
+  if (!o.chat_template.empty()) argv.insert(argv.end(), {"--chat-template", o.chat_template});
+  if (o.lookup) argv.emplace_back("--lookup");
+  if (!o.draft.empty() && source.name == drafted) argv.insert(argv.end(), {"--draft", o.draft});
+  return argv;
+}
+
+std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+Result<std::unique_ptr<request::ModelInstance>> load_in_worker(const ServeModelsOptions& o,
+                                                               const request::ModelSource& source,
+                                                               const std::string& drafted) {
+  auto instance = std::make_unique<WorkerInstance>();
+  SYN_ASSIGN_OR_RETURN(instance->file, open_model_file(source.path));
+  const GgufMetadata& metadata = instance->file->metadata();
+  SYN_ASSIGN_OR_RETURN(const HParams hparams, read_model_hparams(metadata));
+  SYN_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(metadata));
+  instance->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+  SYN_ASSIGN_OR_RETURN(instance->served,
+                       request::describe_served_model(source.name, metadata, hparams.pooling,
+                                                      *instance->tokenizer,
+                                                      served_model_options(o)));
+  worker::WorkerOptions w;
+  w.argv = worker_command_line(o, source, drafted);
+  w.model_name = source.name;
+  w.hang_timeout = to_ms(o.worker_hang_timeout_s);
+  w.memory_limit_bytes = o.worker_memory_limit;
+  w.crash_budget = o.worker_crash_budget;
+  w.crash_window = to_ms(o.worker_crash_window_s);
+  w.cool_down = to_ms(o.worker_cool_down_s);
+  SYN_ASSIGN_OR_RETURN(instance->service, worker::WorkerService::start(std::move(w)));
+  instance->served.service = instance->service.get();
+  instance->kind = kind_of(*instance->service);
+  instance->bytes = file_bytes(source.path, source.bytes) + instance->service->kv_capacity_bytes();
+  if (!o.draft.empty() && source.name == drafted) instance->bytes += file_bytes(o.draft, 0);
   return std::unique_ptr<request::ModelInstance>(std::move(instance));
 }
 
@@ -132,6 +171,42 @@ Result<std::vector<request::ModelSource>> store_sources(const std::string& store
 
 }  // namespace
 
+InProcessModel::~InProcessModel() { service.reset(); }
+
+Result<std::unique_ptr<InProcessModel>> load_in_process(
+    const ServeModelsOptions& o, const request::ModelSource& source,
+    const std::shared_ptr<serve::ComputeGate>& gate, const std::string& drafted) {
+  RunOptions run = o.run;
+  run.model = source.ref;
+  auto instance = std::make_unique<InProcessModel>();
+  SYN_ASSIGN_OR_RETURN(instance->loaded, load_model(run, serve::serving_decoder_options()));
+  DecoderModel& model = *instance->loaded.model;
+  SYN_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, load_tokenizer(model));
+  instance->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+  SYN_ASSIGN_OR_RETURN(instance->served,
+                       request::describe_served_model(source.name, model.file().metadata(),
+                                                      model.hparams().pooling,
+                                                      *instance->tokenizer,
+                                                      served_model_options(o)));
+  serve::ServiceConfig config;
+  config.scheduler.max_active = o.parallel;
+  config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};
+  config.eog_tokens = end_of_generation_tokens(model);
+  config.compute_gate = gate;
+  config.draft_max = o.lookup || !o.draft.empty() ? o.draft_max : 0;
+  if (!o.draft.empty() && source.name == drafted) {
+    SYN_ASSIGN_OR_RETURN(instance->draft, load_draft_model(o.draft, run, instance->loaded));
+    config.draft_model = instance->draft.get();
+  }
+  instance->service = std::make_unique<serve::Service>(model, *instance->tokenizer, config);
+  instance->served.service = instance->service.get();
+  instance->kind = kind_of(*instance->service);
+  instance->bytes = file_bytes(instance->loaded.resolved.path, source.bytes) +
+                    instance->service->kv_capacity_bytes();
+  if (instance->draft) instance->bytes += file_bytes(instance->draft->file().path(), 0);
+  return instance;
+}
+
 void add_serve_model_options(CLI::App* cmd, ServeModelsOptions& o) {
   cmd->add_option("-m,--model", o.models,
                   "Model to serve: a GGUF or package file, or a stored model's name; repeat for "
@@ -171,6 +246,32 @@ void add_serve_model_options(CLI::App* cmd, ServeModelsOptions& o) {
                   "With --lookup or --draft: most drafted tokens per step")
       ->check(CLI::Range(size_t{1}, size_t{64}))
       ->capture_default_str();
+  cmd->add_flag("--isolate", o.isolate,
+                "Run each model's engine in a supervised worker process of its own: a crash "
+                "(or a hung or oversized worker, killed) fails only that model's requests in "
+                "flight, with a retryable worker_crashed error, and the worker is restarted");
+  cmd->add_option("--worker-hang-timeout", o.worker_hang_timeout_s,
+                  "With --isolate: seconds without an engine step, while requests are in "
+                  "flight, after which a worker is killed and restarted")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--worker-memory-limit", o.worker_memory_limit,
+                  "With --isolate: resident memory a worker may use, e.g. 6GB; one past it is "
+                  "killed and restarted (default: none)")
+      ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--worker-crash-budget", o.worker_crash_budget,
+                  "With --isolate: crashes within --worker-crash-window after which a model is "
+                  "unavailable for --worker-cool-down")
+      ->check(CLI::Range(size_t{1}, size_t{1000}))
+      ->capture_default_str();
+  cmd->add_option("--worker-crash-window", o.worker_crash_window_s,
+                  "With --isolate: the crash budget's window, in seconds")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--worker-cool-down", o.worker_cool_down_s,
+                  "With --isolate: seconds a model whose crash budget is spent stays unavailable")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
   cmd->add_option("--keep-alive", o.keep_alive,
                   "How long a store model stays loaded after its last request (5m, 1h, 0: "
                   "unload at once, -1: keep); -m models are kept")
@@ -192,8 +293,12 @@ Status setup_served_models(const ServeModelsOptions& o, request::ModelDirectory&
                   ErrorWhere{.field = "--draft"});
   }
   directory.set_loader(
-      [o, gate, drafted](const request::ModelSource& source) {
-        return load_instance(o, source, gate, drafted);
+      [o, gate, drafted](
+          const request::ModelSource& source) -> Result<std::unique_ptr<request::ModelInstance>> {
+        if (o.isolate) return load_in_worker(o, source, drafted);
+        SYN_ASSIGN_OR_RETURN(std::unique_ptr<InProcessModel> model,
+                             load_in_process(o, source, gate, drafted));
+        return std::unique_ptr<request::ModelInstance>(std::move(model));
       },
       options);
   if (o.models.empty()) {

@@ -33,7 +33,7 @@ constexpr size_t kMaxInputsInFlight = 16;
 // kMaxInputsInFlight at a time, and returns each one's final vector in request order. On an
 // error or a cancellation the requests still running are cancelled.
 Result<std::vector<std::vector<float>>> run_prefill_requests(
-    serve::Service& service, std::vector<serve::GenerationRequest> requests,
+    serve::ModelService& service, std::vector<serve::GenerationRequest> requests,
     const std::function<bool()>& cancelled) {
   const size_t n = requests.size();
   std::vector<std::vector<float>> vectors(n);
@@ -94,7 +94,7 @@ Result<std::string> run_embeddings(const ModelDirectory& models,
                                    const std::function<bool()>& cancelled) {
   SYN_ASSIGN_OR_RETURN(const ModelHandle model, models.find(request.model));
   const ServedModel& m = *model;
-  serve::Service& service = *m.service;
+  serve::ModelService& service = *m.service;
   if (request.dimensions && *request.dimensions != static_cast<int64_t>(service.n_embd())) {
     return field_error(ErrorCode::kUnsupportedParameter, "dimensions",
                        "this model's embeddings have " + std::to_string(service.n_embd()) +
@@ -144,7 +144,7 @@ Result<std::string> run_rerank(const ModelDirectory& models, const api::RerankRe
                                const std::function<bool()>& cancelled) {
   SYN_ASSIGN_OR_RETURN(const ModelHandle model, models.find(request.model));
   const ServedModel& m = *model;
-  serve::Service& service = *m.service;
+  serve::ModelService& service = *m.service;
   if (!service.can_rerank()) {
     return field_error(ErrorCode::kUnsupportedParameter, "model", cannot_rerank(m));
   }

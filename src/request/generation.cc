@@ -185,7 +185,9 @@ Result<GenerationCall> prepare_completion_call(ModelHandle model, api::Completio
   SYN_RETURN_IF_ERROR(
       fill(c, std::move(prompt), body.sampling, max_tokens, "prompt", body.priority, choose));
   SYN_ASSIGN_OR_RETURN(OutputConstraints * constraints, constraints_of(m));
-  SYN_ASSIGN_OR_RETURN(c.request.constraint, constraints->for_format(body.format));
+  SYN_ASSIGN_OR_RETURN(CompiledConstraint constraint, constraints->for_format(body.format));
+  c.request.constraint = std::move(constraint.masker);
+  c.request.constraint_recipe = std::move(constraint.recipe);
   return c;
 }
 
@@ -222,7 +224,8 @@ Result<GenerationCall> prepare_chat_call(ModelHandle model, api::ChatCompletionR
   const int64_t max_tokens = body.sampling.max_tokens.value_or(std::max<int64_t>(room, 1));
   SYN_RETURN_IF_ERROR(
       fill(c, std::move(prompt), body.sampling, max_tokens, "messages", body.priority, choose));
-  c.request.constraint = std::move(plan.constraint);
+  c.request.constraint = std::move(plan.constraint.masker);
+  c.request.constraint_recipe = std::move(plan.constraint.recipe);
   c.tool_syntax = std::move(plan.syntax);
   return c;
 }

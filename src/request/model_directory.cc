@@ -466,6 +466,7 @@ std::vector<ModelListing> ModelDirectory::list() const {
     if (served != nullptr && served->service != nullptr) {
       m.n_ctx = served->service->n_ctx();
       m.chat_template = served->chat_template.has_value();
+      m.worker = served->service->worker();
     }
     if (e.instance && e.requests == 0) {
       m.idle_s = std::chrono::duration<double>(now - e.last_used).count();
@@ -492,6 +493,13 @@ std::vector<api::ModelInfo> ModelDirectory::model_infos() const {
     info.requests = m.requests;
     info.idle_s = m.idle_s;
     info.expires_at = m.expires_at;
+    if (m.worker) {
+      info.worker = api::WorkerInfo{.pid = m.worker->pid,
+                                    .state = m.worker->state,
+                                    .crashes = m.worker->crashes,
+                                    .restarts = m.worker->restarts,
+                                    .quarantined = m.worker->quarantined};
+    }
     out.push_back(std::move(info));
   }
   return out;
@@ -515,7 +523,7 @@ std::string ModelDirectory::render_prometheus() const {
 }
 
 void ModelDirectory::shutdown(std::chrono::milliseconds grace) {
-  std::vector<serve::Service*> services;
+  std::vector<serve::ModelService*> services;
   {
     std::lock_guard lock(state_->mu);
     state_->stopping = true;
@@ -528,7 +536,7 @@ void ModelDirectory::shutdown(std::chrono::milliseconds grace) {
   }
   state_->cv.notify_all();
   std::vector<std::thread> stopping;
-  for (serve::Service* service : services) {
+  for (serve::ModelService* service : services) {
     stopping.emplace_back([service, grace] { service->shutdown(grace); });
   }
   for (std::thread& t : stopping) t.join();

@@ -90,6 +90,7 @@ struct ModelListing {
   std::optional<int64_t> expires_at;  // unix seconds it unloads if still idle; none: never
   uint32_t n_ctx = 0;                 // loaded: its context, in tokens
   bool chat_template = false;         // loaded: it has one
+  std::optional<serve::WorkerProcessInfo> worker;  // loaded with --isolate: its worker process
 };
 
 class ModelDirectory {

@@ -4,9 +4,13 @@
 // the chat template family's syntax. Compiles them into a TokenMasker for the served model's
 // vocabulary and keeps recently compiled ones, so a client that sends the same schema again
 // pays for compiling once. The vocabulary trie is built on first use.
+//
+// Each constraint is compiled from a recipe (JSON text: what kind of grammar and its sources),
+// which travels with the request (GenerationRequest::constraint_recipe), so a worker process
+// serving the model compiles the same grammar again (`compile_recipe`); the recipe is also the
+// cache's key.
 #pragma once
 
-#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -23,9 +27,15 @@
 
 namespace synapse::request {
 
+// A compiled constraint and its recipe; a null masker (and empty recipe): unconstrained.
+struct CompiledConstraint {
+  std::shared_ptr<constrain::TokenMasker> masker;
+  std::string recipe;
+};
+
 // What a chat request's tools ask for; `syntax` set means the reply is read for tool calls.
 struct ToolPlan {
-  std::shared_ptr<constrain::TokenMasker> constraint;  // null: unconstrained
+  CompiledConstraint constraint;
   std::optional<chat::ToolCallSyntax> syntax;
 };
 
@@ -39,17 +49,21 @@ class OutputConstraints {
 
   // The constraint of a response format; null for plain text. Errors: unsupported_schema,
   // schema_too_complex, invalid_grammar, naming the request field.
-  Result<std::shared_ptr<constrain::TokenMasker>> for_format(const api::OutputFormat& format);
+  Result<CompiledConstraint> for_format(const api::OutputFormat& format);
   // The constraint and reading of a chat request with tools (and maybe a response format).
   Result<ToolPlan> for_tools(const nlohmann::ordered_json& tools, const api::ToolChoice& choice,
                              bool parallel, const api::OutputFormat& format);
+  // The constraint a recipe of for_format or for_tools describes (a worker process's side).
+  // Errors: protocol_error for a recipe this build cannot read, and the compilers' own.
+  Result<std::shared_ptr<constrain::TokenMasker>> compile_recipe(const std::string& recipe);
 
   chat::TemplateFamily family() const { return family_; }
 
  private:
-  using Compile = std::function<Result<constrain::Grammar>()>;
-  Result<std::shared_ptr<constrain::TokenMasker>> cached(const std::string& key,
-                                                         const Compile& compile);
+  // The recipe's masker, from the cache or compiled (`recipe` is its JSON text).
+  Result<std::shared_ptr<constrain::TokenMasker>> cached(const nlohmann::ordered_json& recipe,
+                                                         const std::string& text);
+  Result<constrain::Grammar> compile(const nlohmann::ordered_json& recipe) const;
   std::shared_ptr<const constrain::TokenTrie> trie();
 
   const tokenizer::Tokenizer& tokenizer_;

@@ -19,10 +19,10 @@ tokenizer::Tokenizer llama3_tokenizer(const std::string& path) {
 
 bool accepts(OutputConstraints& constraints, const api::OutputFormat& format,
              const std::string& text) {
-  auto masker = constraints.for_format(format);
-  EXPECT_TRUE(masker.ok()) << masker.status().to_string();
-  if (!masker.ok() || !*masker) return false;
-  constrain::Matcher matcher = (*masker)->new_matcher();
+  auto compiled = constraints.for_format(format);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+  if (!compiled.ok() || !compiled->masker) return false;
+  constrain::Matcher matcher = compiled->masker->new_matcher();
   return matcher.consume_bytes(text) && matcher.accepts_end();
 }
 

@@ -3,7 +3,7 @@
 
 #include "base/echo.h"
 #include "encoder/embedder.h"
-#include "model/decoder.h"
+#include "format/gguf/gguf_metadata.h"
 #include "request/output_constraints.h"
 
 namespace synapse::request {
@@ -14,14 +14,15 @@ std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
   return std::string(tok.token_text(id));
 }
 
-std::string metadata_string(const DecoderModel& model, std::string_view key) {
-  const Result<std::string_view> v = model.file().metadata().get_string(key);
+std::string metadata_string(const GgufMetadata& metadata, std::string_view key) {
+  const Result<std::string_view> v = metadata.get_string(key);
   return v.ok() ? std::string(*v) : std::string();
 }
 
 }  // namespace
 
-Result<ServedModel> describe_served_model(std::string id, const DecoderModel& model,
+Result<ServedModel> describe_served_model(std::string id, const GgufMetadata& metadata,
+                                          PoolingType pooling,
                                           const tokenizer::Tokenizer& tokenizer,
                                           const ServedModelOptions& options) {
   ServedModel served;
@@ -29,10 +30,10 @@ Result<ServedModel> describe_served_model(std::string id, const DecoderModel& mo
   served.tokenizer = &tokenizer;
   served.bos_token = token_text(tokenizer, tokenizer.vocab().special().bos);
   served.eos_token = token_text(tokenizer, tokenizer.vocab().special().eos);
-  served.embedding_pooling = model.hparams().pooling;
+  served.embedding_pooling = pooling;
   served.appended_eos = appended_closing_token(tokenizer);
   Result<chat::ChatTemplate> chat_template =
-      chat::select_chat_template(metadata_string(model, "tokenizer.chat_template"),
+      chat::select_chat_template(metadata_string(metadata, "tokenizer.chat_template"),
                                  options.chat_template, served.bos_token, served.eos_token);
   if (chat_template.ok()) {
     served.chat_template = std::move(*chat_template);

@@ -15,11 +15,11 @@
 #include "base/status.h"
 #include "chat/chat_template.h"
 #include "model/hparams.h"
-#include "serve/service.h"
+#include "serve/model_service.h"
 #include "tokenizer/tokenizer.h"
 
 namespace synapse {
-class DecoderModel;
+class GgufMetadata;
 }
 
 namespace synapse::request {
@@ -29,7 +29,7 @@ class OutputConstraints;
 struct ServedModel {
   std::string id;       // what clients write in "model"
   int64_t created = 0;  // unix seconds, listed by /v1/models; 0: when it joined the directory
-  serve::Service* service = nullptr;
+  serve::ModelService* service = nullptr;
   const tokenizer::Tokenizer* tokenizer = nullptr;
   // The chat template; when absent, chat requests answer `no_chat_template` (400) with this
   // status's message (never OK, so a model built with neither still answers 400).
@@ -54,11 +54,13 @@ struct ServedModelOptions {
   bool flexible_json = false;  // structured outputs: whitespace between JSON tokens
 };
 
-// Fills what a served model offers requests from the loaded model and its tokenizer: the chat
-// template (a template that cannot render is an error now, not on the first request; none is
+// Fills what a served model offers requests from the model file's metadata (no weights are
+// needed: a front whose model runs in a worker process describes it too), its pooling and its
+// tokenizer: the chat template (a template that cannot render is an error now, not on the first request; none is
 // not an error: chat answers no_chat_template naming the built-in ones), the special tokens'
 // text, the embedding defaults and the output-constraint cache. `service` is the caller's to set.
-Result<ServedModel> describe_served_model(std::string id, const DecoderModel& model,
+Result<ServedModel> describe_served_model(std::string id, const GgufMetadata& metadata,
+                                          PoolingType pooling,
                                           const tokenizer::Tokenizer& tokenizer,
                                           const ServedModelOptions& options);
 

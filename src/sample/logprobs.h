@@ -17,6 +17,7 @@ inline constexpr int32_t kMaxTopLogprobs = 20;
 struct TokenLogprob {
   int32_t token = 0;
   float logprob = 0.0f;  // natural log; -infinity for a token whose logit is -infinity
+  bool operator==(const TokenLogprob&) const = default;
 };
 
 // Fixed capacity, so a decode loop that reports log-probabilities allocates nothing.
@@ -24,6 +25,7 @@ struct Logprobs {
   TokenLogprob chosen;
   std::array<TokenLogprob, kMaxTopLogprobs> top_storage{};
   int32_t n_top = 0;
+  bool operator==(const Logprobs&) const = default;
 
   // The most likely tokens, best first (ties to the lower id); tokens of logit -infinity are
   // never listed, so there may be fewer than asked for.

@@ -14,6 +14,7 @@ namespace synapse {
 struct LogitBias {
   int32_t token = 0;
   float bias = 0.0f;
+  bool operator==(const LogitBias&) const = default;
 };
 
 struct SamplingParams {
@@ -32,6 +33,7 @@ struct SamplingParams {
   // Applied in order (so repeated tokens add up); ids must be below the vocabulary size.
   std::vector<LogitBias> logit_bias;
   uint64_t seed = kRandomSeed;
+  bool operator==(const SamplingParams&) const = default;
 };
 
 // Checks every field's range; the error is kInvalidArgument with `where().field` naming the field

@@ -39,6 +39,7 @@ struct EmbeddingSpec {
   bool normalize = true;                     // L2-normalize the pooled vector
   // One token type per prompt token (a cross-encoder's query 0, document 1); empty: all 0.
   std::vector<int32_t> token_types;
+  bool operator==(const EmbeddingSpec&) const = default;
 };
 
 struct GenerationRequest {
@@ -59,6 +60,9 @@ struct GenerationRequest {
   // whole sentence. Shared with other requests using the same compiled grammar; only the
   // service's loop thread touches it after submission.
   std::shared_ptr<constrain::TokenMasker> constraint;
+  // What `constraint` was compiled from (request::OutputConstraints' recipe, opaque here), so a
+  // service in another process can compile it again; empty when `constraint` is null.
+  std::string constraint_recipe;
   // Speculative decoding when the service drafts (ServiceConfig::draft_max > 0); false opts this
   // request out (its output is the same either way: only its speed differs).
   bool speculative = true;
@@ -70,12 +74,14 @@ std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "canc
 struct GeneratedToken {
   int32_t token = 0;
   std::optional<Logprobs> logprobs;  // when the request asked for them
+  bool operator==(const GeneratedToken&) const = default;
 };
 
 struct Usage {
   size_t prompt_tokens = 0;
   size_t cached_prompt_tokens = 0;  // prompt tokens whose KV came from the prefix cache
   size_t completion_tokens = 0;     // sampled tokens, an end-of-generation token included
+  bool operator==(const Usage&) const = default;
 };
 
 struct Timings {
@@ -85,6 +91,7 @@ struct Timings {
   double decode_tokens_per_s = 0.0;     // after the first token
   size_t draft_tokens = 0;              // speculative decoding: drafts verified
   size_t draft_tokens_accepted = 0;     // ... and taken
+  bool operator==(const Timings&) const = default;
 };
 
 // One event per engine step that produced something for the request, then exactly one final
@@ -111,6 +118,7 @@ struct ModelLimits {
   uint32_t n_token_types = 0;
   bool bidirectional = false;  // embeds and reranks only: whole prompts, no generation
   bool can_rerank = false;     // a cross-encoder's classifier head
+  bool operator==(const ModelLimits&) const = default;
 };
 
 // The checks Service::submit makes before queueing, each error naming its field:

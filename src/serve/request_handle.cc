@@ -42,14 +42,22 @@ void RequestHandle::cancel() {
   if (!cancel_.exchange(true, std::memory_order_acq_rel)) wakeup_->notify();
 }
 
+void RequestHandle::set_listener(std::shared_ptr<LoopWakeup> listener) {
+  std::lock_guard lock(mu_);
+  listener_ = std::move(listener);
+}
+
 void RequestHandle::push(GenerationEvent event) {
+  std::shared_ptr<LoopWakeup> listener;
   {
     std::lock_guard lock(mu_);
     if (pushed_final_) return;  // nothing follows the final event
     pushed_final_ = event.final;
     events_.push_back(std::move(event));
+    listener = listener_;
   }
   cv_.notify_all();
+  if (listener) listener->notify();
 }
 
 bool RequestHandle::finished() const {

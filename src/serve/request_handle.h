@@ -52,6 +52,10 @@ class RequestHandle {
   void cancel();
   bool cancel_requested() const { return cancel_.load(std::memory_order_acquire); }
 
+  // Also notifies `listener` after every push from now on (a worker process's event pump, which
+  // forwards many handles' events); events pushed before are already queued. Any thread.
+  void set_listener(std::shared_ptr<LoopWakeup> listener);
+
   // Producer side (the engine loop): appends an event; the final one closes the stream.
   void push(GenerationEvent event);
   bool finished() const;  // the final event was pushed
@@ -65,6 +69,7 @@ class RequestHandle {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<GenerationEvent> events_;
+  std::shared_ptr<LoopWakeup> listener_;
   bool pushed_final_ = false;
   bool returned_final_ = false;
 };

@@ -30,6 +30,7 @@
 #include "model/decoder.h"
 #include "serve/compute_gate.h"
 #include "serve/metrics.h"
+#include "serve/model_service.h"
 #include "serve/request.h"
 #include "serve/request_handle.h"
 #include "serve/scheduler.h"
@@ -96,12 +97,12 @@ struct ServiceStats {
   uint64_t prefix_hits = 0;
 };
 
-class Service {
+class Service final : public ModelService {
  public:
   // Starts the engine loop. `model` and `tokenizer` must outlive the service; from here until
   // shutdown() only the loop thread touches the model (and its backend and thread pool).
   Service(DecoderModel& model, const tokenizer::Tokenizer& tokenizer, ServiceConfig config);
-  ~Service();  // shutdown(0ms)
+  ~Service() override;  // shutdown(0ms)
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
 
@@ -112,28 +113,22 @@ class Service {
   // An embedding request (request.embedding) is scheduled like a generation of its class: its
   // prompt chunks count toward the class's share and quantum, it never uses or fills the prefix
   // cache, and its one final event carries the vector.
-  Result<std::shared_ptr<RequestHandle>> submit(GenerationRequest request);
+  Result<std::shared_ptr<RequestHandle>> submit(GenerationRequest request) override;
 
   // Seconds a refused client should wait before retrying (1..60), from the queue depth and the
   // recent request duration.
-  uint32_t retry_after_s(RequestClass c) const;
+  uint32_t retry_after_s(RequestClass c) const override;
 
   // Stops admitting (submit answers unavailable), lets in-flight and queued requests finish for
   // up to `grace`, then cancels what remains (final event kCancelled, error unavailable), and
   // joins the loop. Idempotent; any thread but the loop's.
-  void shutdown(std::chrono::milliseconds grace);
+  void shutdown(std::chrono::milliseconds grace) override;
 
   ServiceStats stats() const;
-  std::string render_prometheus() const { return metrics_.render_prometheus(); }
-  uint32_t n_ctx() const { return limits_.n_ctx; }
-  uint32_t n_embd() const { return n_embd_; }
-  uint32_t n_vocab() const { return limits_.n_vocab; }
-  // A bidirectional encoder embeds (and reranks, with a classifier) but does not generate.
-  bool generates() const { return !limits_.bidirectional; }
-  bool bidirectional() const { return limits_.bidirectional; }
-  bool can_rerank() const { return limits_.can_rerank; }
-  // Bytes the KV cache may grow to (its page limit): with the weights, what the model may hold.
-  uint64_t kv_capacity_bytes() const { return kv_capacity_bytes_; }
+  std::string render_prometheus() const override { return metrics_.render_prometheus(); }
+  const ModelLimits& limits() const override { return limits_; }
+  uint32_t n_embd() const override { return n_embd_; }
+  uint64_t kv_capacity_bytes() const override { return kv_capacity_bytes_; }
 
  private:
   struct Job;
