@@ -276,14 +276,15 @@ void dispatch(const std::shared_ptr<State>& s, const Frame& f, std::string& erro
       return;
     }
     case FrameType::kSubmitReply: {
-      Result<Status> status = decode_status(f.payload);
-      if (!status.ok()) {
-        error = status.status().to_string();
+      Status status;
+      const Status decoded = decode_status(f.payload, status);
+      if (!decoded.ok()) {
+        error = decoded.to_string();
         return;
       }
       std::lock_guard lock(s->mu);
       const auto found = s->replies.find(f.request_id);
-      if (found != s->replies.end()) found->second = std::move(status).value();
+      if (found != s->replies.end()) found->second = std::move(status);
       s->cv.notify_all();
       return;
     }
