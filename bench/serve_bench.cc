@@ -9,6 +9,8 @@
 // Prints one JSON document. The model is synthesized once and reused:
 //   serve_bench [--model PATH] [--threads N] [--tokens N] [--prompt N] [--only throughput]
 //               [--draft-max N (speculative decoding by prompt lookup)]
+//               [--isolate SYNAPSE (the throughput levels against `SYNAPSE worker`: the engine in
+//                a worker process behind the front's WorkerService, as `synapse serve --isolate`)]
 // PATH defaults to $SYNAPSE_BENCH_DIR (or /tmp)/synapse-qwen2.5-0.5b-shape-q8_0.gguf.
 #include <unistd.h>
 
@@ -31,6 +33,7 @@
 #include "request/job_worker.h"
 #include "serve/service.h"
 #include "synth/synth_model.h"
+#include "worker/worker_service.h"
 
 namespace synapse {
 namespace {
@@ -83,6 +86,25 @@ std::unique_ptr<Service> make_service(DecoderModel& model, const tokenizer::Toke
   config.draft_max = g_draft_max;
   config.max_cached_sequences = 0;  // every request prefills its whole prompt
   return std::make_unique<Service>(model, tok, config);
+}
+
+// The same service in a worker process (`SYNAPSE worker`), reached through frames on a socket.
+Result<std::unique_ptr<serve::ModelService>> start_worker(const std::string& synapse,
+                                                          const std::string& model, int threads,
+                                                          size_t parallel) {
+  worker::WorkerOptions o;
+  o.argv = {synapse,      "worker",
+            "--name",     "bench",
+            "-m",         model,
+            "--parallel", std::to_string(parallel),
+            "--threads",  std::to_string(threads),
+            "--ctx",      "2048"};
+  if (g_draft_max > 0)
+    o.argv.insert(o.argv.end(), {"--lookup", "--draft-max", std::to_string(g_draft_max)});
+  o.model_name = "bench";
+  SYN_ASSIGN_OR_RETURN(std::unique_ptr<worker::WorkerService> service,
+                       worker::WorkerService::start(std::move(o)));
+  return std::unique_ptr<serve::ModelService>(std::move(service));
 }
 
 // Seconds to the first event of an interactive request (its first token; max_tokens 1).
@@ -153,7 +175,8 @@ int run(int argc, char** argv) {
   int threads = 2;
   int32_t gen_tokens = 128;
   size_t prompt_tokens = 64;
-  std::string only;  // "throughput": the concurrency levels alone (for A/B runs)
+  std::string only;     // "throughput": the concurrency levels alone (for A/B runs)
+  std::string isolate;  // the synapse program whose `worker` command serves the levels
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--model") path = argv[i + 1];
@@ -162,6 +185,7 @@ int run(int argc, char** argv) {
     if (a == "--prompt") prompt_tokens = static_cast<size_t>(std::atoi(argv[i + 1]));
     if (a == "--only") only = argv[i + 1];
     if (a == "--draft-max") g_draft_max = static_cast<size_t>(std::atoi(argv[i + 1]));
+    if (a == "--isolate") isolate = argv[i + 1];
   }
   if (!std::filesystem::exists(path)) {
     SynthOptions o;
@@ -201,6 +225,7 @@ int run(int argc, char** argv) {
   std::string json = "{\n  \"model\": \"qwen2.5-0.5b shape, Q8_0, synthetic\",\n";
   json += "  \"threads\": " + std::to_string(threads) + ",\n";
   json += "  \"draft_max\": " + std::to_string(g_draft_max) + ",\n";
+  json += std::string("  \"worker_process\": ") + (isolate.empty() ? "false" : "true") + ",\n";
   json += "  \"prompt_tokens\": " + std::to_string(prompt_tokens) + ",\n";
   json += "  \"generated_tokens_per_request\": " + std::to_string(gen_tokens) + ",\n";
   json += "  \"throughput\": [\n";
@@ -209,7 +234,18 @@ int run(int argc, char** argv) {
   constexpr size_t kNumLevels = std::size(kLevels);
   for (size_t li = 0; li < kNumLevels; ++li) {
     const size_t n = kLevels[li];
-    auto service = make_service(**model, *tok, n);
+    std::unique_ptr<serve::ModelService> service;
+    if (isolate.empty()) {
+      service = make_service(**model, *tok, n);
+    } else {
+      Result<std::unique_ptr<serve::ModelService>> started =
+          start_worker(isolate, path, threads, n);
+      if (!started.ok()) {
+        std::fprintf(stderr, "worker: %s\n", started.status().to_string().c_str());
+        return 1;
+      }
+      service = std::move(started).value();
+    }
     std::vector<std::shared_ptr<RequestHandle>> handles;
     const Clock::time_point t0 = Clock::now();
     for (size_t i = 0; i < n; ++i) {
@@ -229,7 +265,7 @@ int run(int argc, char** argv) {
     json += line;
     std::fprintf(stderr, "%s", line);
   }
-  if (only == "throughput") {
+  if (only == "throughput" || !isolate.empty()) {
     std::fputs((json + "  ]\n}\n").c_str(), stdout);
     return 0;
   }

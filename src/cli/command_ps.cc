@@ -43,6 +43,7 @@ struct Row {
   std::optional<int64_t> worker_pid;
   std::string worker_state;
   std::optional<int64_t> worker_crashes;
+  std::optional<int64_t> worker_restarts;
   std::optional<int64_t> quarantined;
 };
 
@@ -54,6 +55,9 @@ void read_worker(const Json& m, Row& row) {
   if (w.value("crashes", Json()).is_number_integer()) {
     row.worker_crashes = w["crashes"].get<int64_t>();
   }
+  if (w.value("restarts", Json()).is_number_integer()) {
+    row.worker_restarts = w["restarts"].get<int64_t>();
+  }
   if (w.value("quarantined", Json()).is_number_integer()) {
     row.quarantined = w["quarantined"].get<int64_t>();
   }
@@ -62,8 +66,8 @@ void read_worker(const Json& m, Row& row) {
 // "pid 4242", "pid 4242, 2 crashes, 1 quarantined", "in process" or "-" (not reported).
 std::string worker_of(const Row& r) {
   if (r.worker_state.empty()) return "-";
-  std::string out = r.worker_pid && *r.worker_pid > 0 ? "pid " + std::to_string(*r.worker_pid)
-                                                       : "no pid";
+  std::string out =
+      r.worker_pid && *r.worker_pid > 0 ? "pid " + std::to_string(*r.worker_pid) : "no pid";
   if (r.worker_crashes && *r.worker_crashes > 0) {
     out += ", " + std::to_string(*r.worker_crashes) + " crashes";
   }
@@ -244,6 +248,7 @@ int run(const Options& o) {
         m["worker"] = {{"pid", r.worker_pid ? Json(*r.worker_pid) : Json()},
                        {"state", r.worker_state},
                        {"crashes", r.worker_crashes ? Json(*r.worker_crashes) : Json()},
+                       {"restarts", r.worker_restarts ? Json(*r.worker_restarts) : Json()},
                        {"quarantined", r.quarantined ? Json(*r.quarantined) : Json()}};
       }
       out["models"].push_back(std::move(m));
@@ -251,17 +256,23 @@ int run(const Options& o) {
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
-  const bool workers = std::any_of(rows->begin(), rows->end(),
-                                   [](const Row& r) { return !r.worker_state.empty(); });
-  // The WORKER column only for a server with worker processes (--isolate).
-  const char* format = workers ? "%-32s %-11s %-10s %-22s %-18s %-22s %s\n"
-                               : "%-32s %-11s %-10s %-22s %-18s %s%s\n";
-  std::printf(format, "NAME", "KIND", "SIZE", "DETAILS", "STATE", "UNTIL",
-              workers ? "WORKER" : "");
+  const bool workers =
+      std::any_of(rows->begin(), rows->end(), [](const Row& r) { return !r.worker_state.empty(); });
+  // The WORKER column only for a server with worker processes (--isolate); the last column
+  // is never padded, so lines carry no trailing blanks.
+  const auto last_columns = [workers](const std::string& until, const std::string& worker) {
+    if (!workers) return until;
+    std::string out = until;
+    out.resize(std::max<size_t>(out.size(), 22), ' ');
+    return out + " " + worker;
+  };
+  std::printf("%-32s %-11s %-10s %-22s %-18s %s\n", "NAME", "KIND", "SIZE", "DETAILS", "STATE",
+              last_columns("UNTIL", "WORKER").c_str());
   for (const Row& r : *rows) {
-    std::printf(format, r.name.c_str(), r.kind.empty() ? "-" : r.kind.c_str(),
-                r.bytes ? human_bytes(*r.bytes).c_str() : "-", details_of(r).c_str(),
-                state_of(r).c_str(), until_of(r).c_str(), workers ? worker_of(r).c_str() : "");
+    std::printf(
+        "%-32s %-11s %-10s %-22s %-18s %s\n", r.name.c_str(), r.kind.empty() ? "-" : r.kind.c_str(),
+        r.bytes ? human_bytes(*r.bytes).c_str() : "-", details_of(r).c_str(), state_of(r).c_str(),
+        last_columns(until_of(r), workers ? worker_of(r) : "").c_str());
   }
   return kExitOk;
 }

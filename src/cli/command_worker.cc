@@ -47,8 +47,8 @@ int run_worker(const WorkerCommandOptions& o) {
   worker::Hello hello;
   hello.protocol = worker::kProtocolVersion;
   hello.pid = static_cast<int32_t>(::getpid());
-  hello.build = std::string(build_info().version) + " (" + std::string(build_info().git_commit) +
-                ")";
+  hello.build =
+      std::string(build_info().version) + " (" + std::string(build_info().git_commit) + ")";
   hello.kernel_level = std::string(selected_kernels().variant);
   hello.model_path = model.loaded.resolved.path;
   if (model.loaded.resolved.lease) hello.model_digest = model.loaded.resolved.lease->digest();

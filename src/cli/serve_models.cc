@@ -53,13 +53,24 @@ std::vector<std::string> worker_command_line(const ServeModelsOptions& o,
                                              const request::ModelSource& source,
                                              const std::string& drafted) {
   const auto number = [](size_t n) { return std::to_string(n); };
-  std::vector<std::string> argv = {this_executable(), "worker", "--name", source.name,
-                                   "-m", source.ref, "--parallel", number(o.parallel),
-                                   "--queue-limit", number(o.queue_limit),
-                                   "--json-whitespace", o.json_whitespace,
-                                   "--activations", o.run.activations,
-                                   "--cache-type", o.run.cache_type,
-                                   "--draft-max", number(o.draft_max)};
+  std::vector<std::string> argv = {this_executable(),
+                                   "worker",
+                                   "--name",
+                                   source.name,
+                                   "-m",
+                                   source.ref,
+                                   "--parallel",
+                                   number(o.parallel),
+                                   "--queue-limit",
+                                   number(o.queue_limit),
+                                   "--json-whitespace",
+                                   o.json_whitespace,
+                                   "--activations",
+                                   o.run.activations,
+                                   "--cache-type",
+                                   o.run.cache_type,
+                                   "--draft-max",
+                                   number(o.draft_max)};
   if (!o.run.store.empty()) argv.insert(argv.end(), {"--store", o.run.store});
   if (o.run.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.run.threads)});
   if (o.run.n_ctx > 0) argv.insert(argv.end(), {"--ctx", std::to_string(o.run.n_ctx)});
@@ -82,10 +93,9 @@ Result<std::unique_ptr<request::ModelInstance>> load_in_worker(const ServeModels
   SYN_ASSIGN_OR_RETURN(const HParams hparams, read_model_hparams(metadata));
   SYN_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(metadata));
   instance->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
-  SYN_ASSIGN_OR_RETURN(instance->served,
-                       request::describe_served_model(source.name, metadata, hparams.pooling,
-                                                      *instance->tokenizer,
-                                                      served_model_options(o)));
+  SYN_ASSIGN_OR_RETURN(instance->served, request::describe_served_model(
+                                             source.name, metadata, hparams.pooling,
+                                             *instance->tokenizer, served_model_options(o)));
   worker::WorkerOptions w;
   w.argv = worker_command_line(o, source, drafted);
   w.model_name = source.name;
@@ -183,11 +193,10 @@ Result<std::unique_ptr<InProcessModel>> load_in_process(
   DecoderModel& model = *instance->loaded.model;
   SYN_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, load_tokenizer(model));
   instance->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
-  SYN_ASSIGN_OR_RETURN(instance->served,
-                       request::describe_served_model(source.name, model.file().metadata(),
-                                                      model.hparams().pooling,
-                                                      *instance->tokenizer,
-                                                      served_model_options(o)));
+  SYN_ASSIGN_OR_RETURN(
+      instance->served,
+      request::describe_served_model(source.name, model.file().metadata(), model.hparams().pooling,
+                                     *instance->tokenizer, served_model_options(o)));
   serve::ServiceConfig config;
   config.scheduler.max_active = o.parallel;
   config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};

@@ -143,6 +143,8 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
     const std::function<bool()> cancelled = [&] {
       return abort.load() || worker_.stopping_.load();
     };
+    const auto patience_ends =
+        std::chrono::steady_clock::now() + worker_.options_.unavailable_patience;
     for (;;) {
       if (cancelled()) return std::nullopt;  // e.g. cancelled while waiting out a full queue
       Result<std::string> response =
@@ -153,6 +155,14 @@ class JobWorker::PageRunner final : public jobs::ItemRunner {
       // without spending one of its attempts.
       if (response.status().code() == ErrorCode::kQueueFull) {
         std::this_thread::sleep_for(worker_.options_.queue_full_backoff);
+        continue;
+      }
+      // The model is down for a while (a worker restarting or cooling down after a crash
+      // loop: docs/serving.md#worker-processes---isolate); the item waits for it rather than
+      // spend its attempts on refusals within seconds of each other.
+      if (response.status().code() == ErrorCode::kUnavailable &&
+          std::chrono::steady_clock::now() < patience_ends) {
+        std::this_thread::sleep_for(worker_.options_.unavailable_backoff);
         continue;
       }
       return jobs::ItemOutcome::failure(item.index, response.status().code(),

@@ -57,7 +57,12 @@ struct JobWorkerOptions {
   // prefix are our own).
   std::chrono::milliseconds reclaim_every{0};
   std::chrono::milliseconds queue_full_backoff{200};  // an item refused with queue_full waits
-  std::function<void(const std::string&)> log;        // progress lines; empty: quiet
+  // An item refused with `unavailable` (its model's worker process is restarting or cooling
+  // down after repeated crashes) waits for the model, up to this long, without spending one of
+  // its attempts; past it the refusal counts as a failed attempt.
+  std::chrono::milliseconds unavailable_backoff{1000};
+  std::chrono::milliseconds unavailable_patience{10 * 60 * 1000};
+  std::function<void(const std::string&)> log;  // progress lines; empty: quiet
   // This node's label in /metrics and in the executors' owner names; empty: "HOST:PID".
   std::string node;
 };

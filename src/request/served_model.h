@@ -56,9 +56,10 @@ struct ServedModelOptions {
 
 // Fills what a served model offers requests from the model file's metadata (no weights are
 // needed: a front whose model runs in a worker process describes it too), its pooling and its
-// tokenizer: the chat template (a template that cannot render is an error now, not on the first request; none is
-// not an error: chat answers no_chat_template naming the built-in ones), the special tokens'
-// text, the embedding defaults and the output-constraint cache. `service` is the caller's to set.
+// tokenizer: the chat template (a template that cannot render is an error now, not on the first
+// request; none is not an error: chat answers no_chat_template naming the built-in ones), the
+// special tokens' text, the embedding defaults and the output-constraint cache. `service` is the
+// caller's to set.
 Result<ServedModel> describe_served_model(std::string id, const GgufMetadata& metadata,
                                           PoolingType pooling,
                                           const tokenizer::Tokenizer& tokenizer,

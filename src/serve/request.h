@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,11 @@ struct GenerationRequest {
   // Speculative decoding when the service drafts (ServiceConfig::draft_max > 0); false opts this
   // request out (its output is the same either way: only its speed differs).
   bool speculative = true;
+  // Called on the service's loop thread when the request starts running (admitted, before its
+  // first engine step); null: nothing. A worker process tells its front so, before anything can
+  // crash on the request, and quarantine counts only the requests that were running at a crash,
+  // not those waiting in the queue. Must be quick; not sent between processes.
+  std::function<void()> on_start;
 };
 
 enum class FinishReason : uint8_t { kStop, kLength, kCancelled, kError };

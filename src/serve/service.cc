@@ -237,6 +237,7 @@ void Service::start_job(Job& job) {
   LoopState& s = *state_;
   job.queued_ms = ms_between(job.submitted, Clock::now());
   const std::vector<int32_t>& prompt = job.request.prompt;
+  if (job.request.on_start) job.request.on_start();
   // Test-only (SYNAPSE_FAILPOINTS): the prompt is detokenized only when a point is set.
   if (fail_points_armed()) {
     const Result<std::string> text = tokenizer_.decode(prompt);

@@ -24,17 +24,18 @@ namespace synapse::worker {
 inline constexpr uint32_t kProtocolVersion = 1;
 
 enum class FrameType : uint16_t {
-  kHello = 1,          // worker -> front, once, when its model is loaded: Hello
-  kSubmit = 2,         // front -> worker: a GenerationRequest (+ its constraint's recipe)
-  kSubmitReply = 3,    // worker -> front: the Status of Service::submit (OK: accepted)
-  kEvent = 4,          // worker -> front: one GenerationEvent of the request id
-  kCancel = 5,         // front -> worker: cancel the request id (empty payload)
-  kHeartbeat = 6,      // worker -> front, about twice a second: Heartbeat
-  kMetricsRequest = 7, // front -> worker (empty payload); answered by kMetricsReply, same id
-  kMetricsReply = 8,   // worker -> front: the service's Prometheus text
-  kShutdown = 9,       // front -> worker: drain for the grace period (u64 milliseconds), then exit
+  kHello = 1,           // worker -> front, once, when its model is loaded: Hello
+  kSubmit = 2,          // front -> worker: a GenerationRequest (+ its constraint's recipe)
+  kSubmitReply = 3,     // worker -> front: the Status of Service::submit (OK: accepted)
+  kEvent = 4,           // worker -> front: one GenerationEvent of the request id
+  kCancel = 5,          // front -> worker: cancel the request id (empty payload)
+  kHeartbeat = 6,       // worker -> front, about twice a second: Heartbeat
+  kMetricsRequest = 7,  // front -> worker (empty payload); answered by kMetricsReply, same id
+  kMetricsReply = 8,    // worker -> front: the service's Prometheus text
+  kShutdown = 9,        // front -> worker: drain for the grace period (u64 milliseconds), then exit
+  kStarted = 10,        // worker -> front: the request id starts running (empty payload)
 };
-inline constexpr uint16_t kMaxFrameType = 9;
+inline constexpr uint16_t kMaxFrameType = 10;
 
 inline constexpr size_t kFrameHeaderBytes = 16;
 // An embedding event of a very wide model with every row (pooling none) is the largest payload.

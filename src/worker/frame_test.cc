@@ -110,7 +110,7 @@ TEST(WorkerFrame, BadHeadersAreProtocolErrorsBeforeAnyPayload) {
       {header(kMaxPayloadBytes + 1, 4, 0), "payload length 67108865 over the limit"},
       {header(UINT32_MAX, 4, 0), "payload length 4294967295 over the limit"},
       {header(0, 0, 0), "unknown frame type 0"},
-      {header(0, kMaxFrameType + 1, 0), "unknown frame type 10"},
+      {header(0, kMaxFrameType + 1, 0), "unknown frame type 11"},
       {header(0, 4, 1), "flags 1 (must be 0)"},
   };
   for (const auto& [bytes, message] : cases) {

@@ -37,7 +37,7 @@ std::string describe_exit(int status) {
 // In the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void exec_child(int fd, char* const* argv, pid_t parent) {
   if (fd == kWorkerFd) {
-    ::fcntl(fd, F_SETFD, 0);  // keep it across exec
+    ::fcntl(fd, F_SETFD, 0);               // keep it across exec
   } else if (::dup2(fd, kWorkerFd) < 0) {  // dup2's copy is not close-on-exec
     ::_exit(126);
   }
@@ -46,6 +46,14 @@ std::string describe_exit(int status) {
   if (::syscall(SYS_close_range, kWorkerFd + 1, ~0U, 0) != 0) {
     const long max = ::sysconf(_SC_OPEN_MAX);
     for (int i = kWorkerFd + 1; i < max; ++i) ::close(i);
+  }
+  // The kernel's out-of-memory killer takes a worker before the front (raising one's own score
+  // needs no privilege); --worker-memory-limit kills it earlier, at the limit the user set.
+  const int oom = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (oom >= 0) {
+    const ssize_t written = ::write(oom, "1000", 4);
+    (void)written;  // best effort: without /proc the limit still holds
+    ::close(oom);
   }
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(125);  // the front died before prctl took effect

@@ -53,10 +53,9 @@ class Host {
           return ok_status();
         }
         default:
-          return Status(ErrorCode::kProtocolError,
-                        "worker: the front sent a frame of type " +
-                            std::to_string(static_cast<int>(f.type)) +
-                            ", which only a worker sends");
+          return Status(ErrorCode::kProtocolError, "worker: the front sent a frame of type " +
+                                                       std::to_string(static_cast<int>(f.type)) +
+                                                       ", which only a worker sends");
       }
     }
   }
@@ -66,11 +65,13 @@ class Host {
     Result<serve::GenerationRequest> request = decode_request(payload);
     if (!request.ok()) return request.status();
     if (!request->constraint_recipe.empty()) {
-      Result<std::shared_ptr<constrain::TokenMasker>> masker =
-          compile_(request->constraint_recipe);
+      Result<std::shared_ptr<constrain::TokenMasker>> masker = compile_(request->constraint_recipe);
       if (!masker.ok()) return masker.status();
       request->constraint = std::move(masker).value();
     }
+    // Written on the engine's thread before the request's first step, so the front knows it
+    // was running even when that step kills the process.
+    request->on_start = [this, id] { (void)send(FrameType::kStarted, id, {}); };
     Result<std::shared_ptr<serve::RequestHandle>> handle =
         service_.submit(std::move(request).value());
     if (!handle.ok()) return handle.status();
@@ -112,7 +113,15 @@ class Host {
         while (handle->next_for(event, std::chrono::milliseconds(0)) ==
                serve::RequestHandle::Wait::kEvent) {
           const bool final = event.final;
-          (void)send(FrameType::kEvent, id, encode_event(event));
+          const Status sent = send(FrameType::kEvent, id, encode_event(event));
+          if (!sent.ok() && sent.code() == ErrorCode::kLimitExceeded) {
+            // An event the framing cannot carry (write_frame's bound) ends its request with
+            // that error rather than leaving the front waiting for an event that never comes.
+            handle->cancel();
+            (void)send(FrameType::kEvent, id, encode_event(too_large(event, sent)));
+            finished.push_back(id);
+            break;
+          }
           if (final) finished.push_back(id);
         }
       }
@@ -127,6 +136,16 @@ class Host {
       }
       if (stopping) return;
     }
+  }
+
+  static serve::GenerationEvent too_large(const serve::GenerationEvent& event, const Status& why) {
+    serve::GenerationEvent out;
+    out.step = event.step;
+    out.final = true;
+    out.finish_reason = serve::FinishReason::kError;
+    out.error = why;
+    out.usage = event.usage;
+    return out;
   }
 
   Heartbeat heartbeat() const {

@@ -66,11 +66,12 @@ struct Flight {
   std::shared_ptr<serve::RequestHandle> handle;
   uint64_t fingerprint = 0;
   bool cancel_sent = false;
+  bool started = false;  // running in the worker (a kStarted frame came), not queued
 };
 
 }  // namespace
 
-struct WorkerService::State {
+struct WorkerServiceState {
   WorkerOptions options;
 
   mutable std::mutex mu;
@@ -100,7 +101,7 @@ struct WorkerService::State {
   Clock::time_point unavailable_until;
   Clock::time_point last_progress;
   uint64_t last_steps = 0;
-  std::string kill_reason;  // set when the supervisor kills the worker
+  std::string kill_reason;                            // set when the supervisor kills the worker
   std::unordered_map<uint64_t, size_t> crashes_seen;  // prompt fingerprint -> crashes
   std::unordered_set<uint64_t> quarantine;
   std::atomic<bool> stopping{false};
@@ -126,15 +127,15 @@ struct WorkerService::State {
 
 namespace {
 
-using State = WorkerService::State;
+using State = WorkerServiceState;
 
 void read_worker(const std::shared_ptr<State>& s, uint64_t incarnation);
 
 // Starts a worker, waits for its hello and makes it the current one (under no lock: loading
 // takes time). False when it could not start; `error` says why.
 Status start_process(const std::shared_ptr<State>& s) {
-  Result<StartedWorker> started = start_worker_process(s->options.argv, s->options.start_timeout,
-                                                       s->stopping);
+  Result<StartedWorker> started =
+      start_worker_process(s->options.argv, s->options.start_timeout, s->stopping);
   if (!started.ok()) return started.status();
   if (started->hello.protocol != kProtocolVersion) {
     kill_and_reap(started->process);
@@ -224,6 +225,8 @@ void worker_ended(const std::shared_ptr<State>& s, uint64_t incarnation, const s
         s->recent_crashes.pop_front();
       }
       for (const Flight& f : failed) {
+        // A request waiting in the worker's queue cannot have crashed it.
+        if (!f.started) continue;
         if (++s->crashes_seen[f.fingerprint] >= s->options.quarantine_after &&
             s->quarantine.size() < kMaxRemembered) {
           s->quarantine.insert(f.fingerprint);
@@ -237,9 +240,8 @@ void worker_ended(const std::shared_ptr<State>& s, uint64_t incarnation, const s
                   s->options.model_name, ended.pid, why, s->recent_crashes.size(),
                   s->options.crash_window.count() / 1000, s->options.cool_down.count() / 1000);
       } else {
-        const auto back_off =
-            std::min(kLongestBackOff, kFirstBackOff * (1 << std::min<size_t>(
-                                                           s->crashes_in_a_row - 1, 8)));
+        const auto back_off = std::min(
+            kLongestBackOff, kFirstBackOff * (1 << std::min<size_t>(s->crashes_in_a_row - 1, 8)));
         s->phase = Phase::kRestarting;
         s->restart_at = now + back_off;
         log_error("model '{}': worker {} {}; {} request(s) failed; restarting in {} ms",
@@ -286,6 +288,13 @@ void dispatch(const std::shared_ptr<State>& s, const Frame& f, std::string& erro
       const auto found = s->replies.find(f.request_id);
       if (found != s->replies.end()) found->second = std::move(status);
       s->cv.notify_all();
+      return;
+    }
+    case FrameType::kStarted: {
+      std::lock_guard lock(s->mu);
+      const auto found = s->flights.find(f.request_id);
+      if (found != s->flights.end()) found->second.started = true;
+      s->last_progress = Clock::now();
       return;
     }
     case FrameType::kHeartbeat: {
@@ -405,7 +414,8 @@ void supervise(const std::shared_ptr<State>& s) {
 
 }  // namespace
 
-WorkerService::WorkerService(std::shared_ptr<State> state) : state_(std::move(state)) {}
+WorkerService::WorkerService(std::shared_ptr<WorkerServiceState> state)
+    : state_(std::move(state)) {}
 
 Result<std::unique_ptr<WorkerService>> WorkerService::start(WorkerOptions options) {
   auto s = std::make_shared<State>();
@@ -448,8 +458,7 @@ Result<std::shared_ptr<serve::RequestHandle>> WorkerService::submit(
     return Status(ErrorCode::kUnavailable, "the server is shutting down");
   }
   const uint64_t id = s.next_id++;
-  auto handle =
-      std::make_shared<serve::RequestHandle>(request.id, request.request_class, s.wakeup);
+  auto handle = std::make_shared<serve::RequestHandle>(request.id, request.request_class, s.wakeup);
   if (s.flights.empty()) s.last_progress = Clock::now();
   s.flights[id] = Flight{handle, print};
   s.replies[id] = std::nullopt;
@@ -459,9 +468,9 @@ Result<std::shared_ptr<serve::RequestHandle>> WorkerService::submit(
   lock.lock();
   if (!sent && !s.replies[id]) {
     // Not written: the worker is gone or going; its end fails the flight if it has not yet.
-    s.replies[id] = Status(ErrorCode::kWorkerCrashed,
-                           "the worker process of model '" + s.options.model_name +
-                               "' stopped before it took this request; retry");
+    s.replies[id] =
+        Status(ErrorCode::kWorkerCrashed, "the worker process of model '" + s.options.model_name +
+                                              "' stopped before it took this request; retry");
   }
   s.cv.wait(lock, [&] { return s.replies[id].has_value(); });
   Status reply = std::move(*s.replies[id]);
@@ -498,7 +507,9 @@ void WorkerService::shutdown(milliseconds grace) {
     s.cv.notify_all();
   }
   if (running) {
-    s.send(incarnation, Frame{FrameType::kShutdown, 0, encode_u64(grace.count())});
+    s.send(incarnation,
+           Frame{FrameType::kShutdown, 0,
+                 encode_u64(static_cast<uint64_t>(std::max<int64_t>(grace.count(), 0)))});
   }
   {
     std::unique_lock lock(s.mu);
@@ -549,14 +560,14 @@ std::string WorkerService::render_prometheus() const {
   out += "# HELP synapse_worker_restarts_total Times the worker process was started again.\n";
   out += "# TYPE synapse_worker_restarts_total counter\n";
   out += "synapse_worker_restarts_total " + std::to_string(s.restarts) + "\n";
-  out += "# HELP synapse_worker_quarantined Requests refused as quarantined: prompts that were "
-         "in flight at repeated crashes.\n";
+  out +=
+      "# HELP synapse_worker_quarantined Requests refused as quarantined: prompts that were "
+      "in flight at repeated crashes.\n";
   out += "# TYPE synapse_worker_quarantined gauge\n";
   out += "synapse_worker_quarantined " + std::to_string(s.quarantine.size()) + "\n";
   out += "# HELP synapse_worker_quarantine_refusals_total Requests refused as quarantined.\n";
   out += "# TYPE synapse_worker_quarantine_refusals_total counter\n";
-  out += "synapse_worker_quarantine_refusals_total " + std::to_string(s.quarantine_refusals) +
-         "\n";
+  out += "synapse_worker_quarantine_refusals_total " + std::to_string(s.quarantine_refusals) + "\n";
   out += "# HELP synapse_worker_up Whether the worker process is running (1) or not (0).\n";
   out += "# TYPE synapse_worker_up gauge\n";
   out += std::string("synapse_worker_up ") + (s.phase == Phase::kRunning ? "1" : "0") + "\n";

@@ -28,10 +28,12 @@
 
 namespace synapse::worker {
 
+struct WorkerServiceState;  // worker_service.cc
+
 struct WorkerOptions {
   // The worker's command line, argv[0] the program; the connected socket is its fd 3.
   std::vector<std::string> argv;
-  std::string model_name;  // for messages and logs
+  std::string model_name;                                   // for messages and logs
   std::chrono::milliseconds start_timeout{10 * 60 * 1000};  // loading the model included
   std::chrono::milliseconds hang_timeout{60 * 1000};
   uint64_t memory_limit_bytes = 0;  // resident set; 0: no limit
@@ -67,9 +69,8 @@ class WorkerService final : public serve::ModelService {
   Hello hello() const;
 
  private:
-  struct State;
-  explicit WorkerService(std::shared_ptr<State> state);
-  std::shared_ptr<State> state_;
+  explicit WorkerService(std::shared_ptr<WorkerServiceState> state);
+  std::shared_ptr<WorkerServiceState> state_;
 };
 
 }  // namespace synapse::worker

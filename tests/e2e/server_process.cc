@@ -214,4 +214,32 @@ HttpReply http_request(int port, const std::string& method, const std::string& p
   return parse_reply(raw);
 }
 
+HttpReply http_request_within(int port, const std::string& method, const std::string& path,
+                              const std::string& body, std::chrono::milliseconds patience) {
+  const int fd = connect_loopback(port);
+  if (fd < 0) return {};
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  std::string raw;
+  bool timed_out = false;
+  if (send_all(fd, http_request_text(method, path, body, ""))) {
+    char buf[65536];
+    while (true) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) == 0) {
+        timed_out = true;
+        break;
+      }
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      raw.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  HttpReply reply = parse_reply(raw);
+  reply.timed_out = timed_out;
+  return reply;
+}
+
 }  // namespace synapse::testing

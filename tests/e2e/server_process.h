@@ -47,6 +47,7 @@ struct HttpReply {
   int status = 0;                              // 0: no answer (connection refused or closed)
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;                            // chunked bodies decoded
+  bool timed_out = false;                      // http_request_within: no end within the time
 };
 
 // The pieces of http_request, for tests that must control the connection themselves: a socket
@@ -98,5 +99,10 @@ namespace synapse::testing {
 HttpReply http_request(int port, const std::string& method, const std::string& path,
                        const std::string& body = "", const std::string& key = "",
                        const std::string& extra_headers = "");
+
+// http_request that gives up when the whole answer has not come within `patience` (timed_out
+// set; what came is parsed), for tests that must tell a hung request from a slow one.
+HttpReply http_request_within(int port, const std::string& method, const std::string& path,
+                              const std::string& body, std::chrono::milliseconds patience);
 
 }  // namespace synapse::testing
