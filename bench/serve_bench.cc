@@ -246,6 +246,13 @@ int run(int argc, char** argv) {
       }
       service = std::move(started).value();
     }
+    // One short request first, so that neither side's timing includes first touches (a worker
+    // process is new at each level).
+    if (auto warm =
+            service->submit(request(bench_prompt(8, 99, n_vocab), 2, RequestClass::kInteractive));
+        warm.ok()) {
+      drain(**warm);
+    }
     std::vector<std::shared_ptr<RequestHandle>> handles;
     const Clock::time_point t0 = Clock::now();
     for (size_t i = 0; i < n; ++i) {

@@ -7,6 +7,7 @@
 
 #include "base/checked_math.h"
 #include "base/hash.h"
+#include "base/unaligned.h"
 
 namespace synapse {
 namespace {
@@ -20,17 +21,6 @@ constexpr uint32_t kFlagAddBos = 1;
 constexpr uint32_t kMaxVocab = 1u << 24;
 constexpr uint32_t kMaxContext = 1u << 22;
 constexpr uint64_t kMaxTokens = 1ull << 32;
-
-template <typename T>
-void put(uint8_t* at, T value) {
-  std::memcpy(at, &value, sizeof value);
-}
-template <typename T>
-T get(const uint8_t* at) {
-  T value;
-  std::memcpy(&value, at, sizeof value);
-  return value;
-}
 
 Status header_error(ErrorCode code, std::string message, const std::string& path, uint64_t offset) {
   ErrorWhere where;
@@ -93,20 +83,20 @@ Result<ReferenceLogitsWriter> ReferenceLogitsWriter::create(const std::string& p
   SYN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::create(path));
   std::array<uint8_t, kReferenceLogitsHeaderBytes> head{};
   std::memcpy(head.data(), kMagic.data(), kMagic.size());
-  put<uint32_t>(head.data() + 8, kVersion);
-  put<uint32_t>(head.data() + 12, header.n_vocab);
-  put<uint32_t>(head.data() + 16, header.n_ctx);
-  put<uint32_t>(head.data() + 20, header.n_chunks);
-  put<uint32_t>(head.data() + 24, header.first_row);
-  put<uint32_t>(head.data() + 28, header.n_rows);
-  put<uint32_t>(head.data() + 32, header.add_bos ? kFlagAddBos : 0);
-  put<int32_t>(head.data() + 36, header.bos_id);
-  put<uint64_t>(head.data() + 40, header.n_tokens);
+  store_unaligned<uint32_t>(head.data() + 8, kVersion);
+  store_unaligned<uint32_t>(head.data() + 12, header.n_vocab);
+  store_unaligned<uint32_t>(head.data() + 16, header.n_ctx);
+  store_unaligned<uint32_t>(head.data() + 20, header.n_chunks);
+  store_unaligned<uint32_t>(head.data() + 24, header.first_row);
+  store_unaligned<uint32_t>(head.data() + 28, header.n_rows);
+  store_unaligned<uint32_t>(head.data() + 32, header.add_bos ? kFlagAddBos : 0);
+  store_unaligned<int32_t>(head.data() + 36, header.bos_id);
+  store_unaligned<uint64_t>(head.data() + 40, header.n_tokens);
   const std::span<const uint8_t> token_bytes(reinterpret_cast<const uint8_t*>(tokens.data()),
                                              tokens.size_bytes());
   const Hash128 digest = xxh3_128(token_bytes);
-  put<uint64_t>(head.data() + 48, digest.high);
-  put<uint64_t>(head.data() + 56, digest.low);
+  store_unaligned<uint64_t>(head.data() + 48, digest.high);
+  store_unaligned<uint64_t>(head.data() + 56, digest.low);
   SYN_RETURN_IF_ERROR(file.write(head));
   SYN_RETURN_IF_ERROR(file.write(token_bytes));
   SYN_RETURN_IF_ERROR(file.write_zeros(*tokens_bytes(tokens.size()) - token_bytes.size()));
@@ -155,24 +145,24 @@ Result<ReferenceLogitsFile> ReferenceLogitsFile::parse(std::span<const uint8_t> 
   if (std::memcmp(p, kMagic.data(), kMagic.size()) != 0) {
     return header_error(ErrorCode::kBadMagic, "not a Synapse reference-logits file", path, 0);
   }
-  if (const uint32_t version = get<uint32_t>(p + 8); version != kVersion) {
+  if (const uint32_t version = load_unaligned<uint32_t>(p + 8); version != kVersion) {
     return header_error(
         ErrorCode::kUnsupportedVersion,
         "reference-logits version " + std::to_string(version) + " (this build reads 1)", path, 8);
   }
   ReferenceLogitsHeader h;
-  h.n_vocab = get<uint32_t>(p + 12);
-  h.n_ctx = get<uint32_t>(p + 16);
-  h.n_chunks = get<uint32_t>(p + 20);
-  h.first_row = get<uint32_t>(p + 24);
-  h.n_rows = get<uint32_t>(p + 28);
-  const uint32_t flags = get<uint32_t>(p + 32);
+  h.n_vocab = load_unaligned<uint32_t>(p + 12);
+  h.n_ctx = load_unaligned<uint32_t>(p + 16);
+  h.n_chunks = load_unaligned<uint32_t>(p + 20);
+  h.first_row = load_unaligned<uint32_t>(p + 24);
+  h.n_rows = load_unaligned<uint32_t>(p + 28);
+  const uint32_t flags = load_unaligned<uint32_t>(p + 32);
   if ((flags & ~kFlagAddBos) != 0) {
     return header_error(ErrorCode::kBadValue, "unknown flags", path, 32);
   }
   h.add_bos = (flags & kFlagAddBos) != 0;
-  h.bos_id = get<int32_t>(p + 36);
-  h.n_tokens = get<uint64_t>(p + 40);
+  h.bos_id = load_unaligned<int32_t>(p + 36);
+  h.n_tokens = load_unaligned<uint64_t>(p + 40);
   SYN_RETURN_IF_ERROR(check_header(h, path));
 
   const uint64_t token_area = *tokens_bytes(h.n_tokens);  // n_tokens <= 2^32: no overflow
@@ -191,7 +181,8 @@ Result<ReferenceLogitsFile> ReferenceLogitsFile::parse(std::span<const uint8_t> 
   const auto* tokens = reinterpret_cast<const int32_t*>(p + kReferenceLogitsHeaderBytes);
   const std::span<const int32_t> token_span(tokens, h.n_tokens);
   const Hash128 digest = xxh3_128({p + kReferenceLogitsHeaderBytes, h.n_tokens * 4});
-  if (digest.high != get<uint64_t>(p + 48) || digest.low != get<uint64_t>(p + 56)) {
+  if (digest.high != load_unaligned<uint64_t>(p + 48) ||
+      digest.low != load_unaligned<uint64_t>(p + 56)) {
     return header_error(ErrorCode::kChecksumMismatch, "token digest does not match the tokens",
                         path, 48);
   }

@@ -56,14 +56,35 @@ class JobWorkerTest : public ::testing::Test {
     options.workers = workers;
     options.poll = 20ms;
     options.queue_full_backoff = 5ms;
+    options.unavailable_backoff = 5ms;
+    options.unavailable_patience = unavailable_patience_;
     return std::make_unique<JobWorker>(*store_, std::move(call), options);
   }
 
   std::string submit(int items) { return store_->submit(submission(items), std::nullopt)->job.id; }
   jobs::JobState state(const std::string& id) { return store_->get_job(id)->state; }
 
+  // Five refusals with `code`, then success: one recorded outcome (the success) and one
+  // hand-out, the refusals cost nothing.
+  void expect_refusals_cost_no_attempt(ErrorCode code) {
+    std::atomic<int> refusals{0};
+    auto w = worker([&](std::string_view, std::string_view, serve::RequestClass,
+                        const std::function<bool()>&) -> Result<std::string> {
+      if (refusals.fetch_add(1) < 5) return Status(code, "not now");
+      return std::string(R"({"ok":true})");
+    });
+    const std::string id = submit(1);
+    ASSERT_TRUE(w->start().ok());
+    ASSERT_TRUE(eventually([&] { return state(id) == jobs::JobState::kCompleted; }));
+    EXPECT_EQ(store_->get_job(id)->counts.succeeded, 1);
+    const jobs::ItemInfo item = store_->items(id)->at(0);
+    EXPECT_EQ(item.attempts, 1);
+    EXPECT_EQ(item.executed_count, 1);
+  }
+
   testing::TempDir dir_;
   std::unique_ptr<jobs::SqliteJobStore> store_;
+  std::chrono::milliseconds unavailable_patience_{10min};
 };
 
 // Echoes the body; counts the calls running at once.
@@ -132,20 +153,33 @@ TEST_F(JobWorkerTest, MetricsCountTheWorkLabelledByNode) {
 }
 
 TEST_F(JobWorkerTest, QueueFullIsRetriedWithoutSpendingAnAttempt) {
-  std::atomic<int> refusals{0};
+  expect_refusals_cost_no_attempt(ErrorCode::kQueueFull);
+}
+
+// A model that is unavailable for a while (its worker process restarting or cooling down after
+// a crash loop) is waited for without spending attempts, as a full queue is ...
+TEST_F(JobWorkerTest, UnavailableModelIsWaitedForWithoutSpendingAnAttempt) {
+  expect_refusals_cost_no_attempt(ErrorCode::kUnavailable);
+}
+
+// ... up to its patience: then the refusal is a failed attempt like any transient error.
+TEST_F(JobWorkerTest, UnavailablePastThePatienceSpendsAnAttempt) {
+  unavailable_patience_ = 20ms;
+  std::atomic<int> calls{0};
   auto w = worker([&](std::string_view, std::string_view, serve::RequestClass,
                       const std::function<bool()>&) -> Result<std::string> {
-    if (refusals.fetch_add(1) < 5) return Status(ErrorCode::kQueueFull, "full");
-    return std::string(R"({"ok":true})");
+    ++calls;
+    return Status(ErrorCode::kUnavailable, "cooling down");
   });
   const std::string id = submit(1);
   ASSERT_TRUE(w->start().ok());
-  ASSERT_TRUE(eventually([&] { return state(id) == jobs::JobState::kCompleted; }));
-  EXPECT_EQ(store_->get_job(id)->counts.succeeded, 1);
-  // One recorded outcome (the success) and one hand-out: the refusals cost nothing.
+  ASSERT_TRUE(eventually([&] {
+    const std::vector<jobs::ItemInfo> items = *store_->items(id);
+    return !items.empty() && items[0].attempts >= 1;
+  }));
   const jobs::ItemInfo item = store_->items(id)->at(0);
-  EXPECT_EQ(item.attempts, 1);
-  EXPECT_EQ(item.executed_count, 1);
+  EXPECT_EQ(item.last_error, ErrorCode::kUnavailable);
+  EXPECT_GE(calls.load(), 2);  // it waited before giving up
 }
 
 // Calls that run until they are told to stop, as a long generation does.

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "base/unaligned.h"
+
 namespace synapse::worker {
 namespace {
 
@@ -21,17 +23,6 @@ struct Header {
   uint64_t request_id = 0;
 };
 
-template <typename T>
-void put(uint8_t* at, T value) {
-  std::memcpy(at, &value, sizeof value);
-}
-template <typename T>
-T get(const uint8_t* at) {
-  T value;
-  std::memcpy(&value, at, sizeof value);
-  return value;
-}
-
 Status protocol_error(std::string message) {
   return Status(ErrorCode::kProtocolError, "worker frame: " + std::move(message));
 }
@@ -42,9 +33,9 @@ Status io_error(std::string message) {
 
 // Checks the header before any payload is waited for, so a bad one is refused at once.
 Result<Header> parse_header(const uint8_t* at) {
-  const uint32_t payload_bytes = get<uint32_t>(at);
-  const uint16_t type = get<uint16_t>(at + 4);
-  const uint16_t flags = get<uint16_t>(at + 6);
+  const uint32_t payload_bytes = load_unaligned<uint32_t>(at);
+  const uint16_t type = load_unaligned<uint16_t>(at + 4);
+  const uint16_t flags = load_unaligned<uint16_t>(at + 6);
   if (payload_bytes > kMaxPayloadBytes) {
     return protocol_error("payload length " + std::to_string(payload_bytes) +
                           " over the limit of " + std::to_string(kMaxPayloadBytes) + " bytes");
@@ -53,7 +44,7 @@ Result<Header> parse_header(const uint8_t* at) {
     return protocol_error("unknown frame type " + std::to_string(type));
   }
   if (flags != 0) return protocol_error("flags " + std::to_string(flags) + " (must be 0)");
-  return Header{payload_bytes, static_cast<FrameType>(type), get<uint64_t>(at + 8)};
+  return Header{payload_bytes, static_cast<FrameType>(type), load_unaligned<uint64_t>(at + 8)};
 }
 
 // Reads exactly `size` bytes unless the stream ends first; returns how many were read.
@@ -78,10 +69,10 @@ std::string encode_frame(const Frame& frame) {
   SYN_CHECK(frame.payload.size() <= kMaxPayloadBytes,
             "worker frame payload over kMaxPayloadBytes (write_frame refuses it)");
   std::array<uint8_t, kFrameHeaderBytes> head{};
-  put<uint32_t>(head.data(), static_cast<uint32_t>(frame.payload.size()));
-  put<uint16_t>(head.data() + 4, static_cast<uint16_t>(frame.type));
-  put<uint16_t>(head.data() + 6, 0);
-  put<uint64_t>(head.data() + 8, frame.request_id);
+  store_unaligned<uint32_t>(head.data(), static_cast<uint32_t>(frame.payload.size()));
+  store_unaligned<uint16_t>(head.data() + 4, static_cast<uint16_t>(frame.type));
+  store_unaligned<uint16_t>(head.data() + 6, 0);
+  store_unaligned<uint64_t>(head.data() + 8, frame.request_id);
   std::string out;
   out.reserve(kFrameHeaderBytes + frame.payload.size());
   out.append(reinterpret_cast<const char*>(head.data()), head.size());
