@@ -83,7 +83,8 @@ struct World {
     service = std::make_unique<serve::Service>(*model, *tokenizer, config);
     // Described as `synapse serve` describes it (the synthesized vocabulary's ChatML template),
     // so that chat requests reach the template.
-    auto described = request::describe_served_model("tiny", *model, *tokenizer, {});
+    auto described = request::describe_served_model("tiny", model->file().metadata(),
+                                                    model->hparams().pooling, *tokenizer, {});
     if (!described.ok()) fail(described.status().to_string());
     served = std::move(*described);
     served.service = service.get();
