@@ -12,6 +12,7 @@ speedup over its own single stream. Each engine runs its defaults otherwise (Syn
 f32, llama-server's f16). llama.cpp is built outside the project tree (never committed).
 
   LLAMA_SERVER=../peer/llama.cpp/build/bin/llama-server scripts/serve_vs_llama.py MODEL.gguf
+  PEER=isolate scripts/serve_vs_llama.py MODEL.gguf   # against `synapse serve --isolate` instead
 
 Environment: SYNAPSE (default build/release/src/cli/synapse), THREADS (2), ROUNDS (2),
 PROMPT (64), GEN (128), LEVELS ("1 4 8 16"), N_VOCAB (151936: the Qwen2 vocabulary).
@@ -74,10 +75,12 @@ def wait_healthy(port, process, seconds=120):
 
 
 def command(engine, model, port, level, threads, state_dir):
-    if engine == "synapse":
+    if engine in ("synapse", "isolate"):
         synapse = os.environ.get("SYNAPSE", os.path.join(ROOT, "build/release/src/cli/synapse"))
+        # "isolate": the same server with the engine in a worker process (docs/serving.md).
         return [synapse, "serve", "-m", model, "--parallel", str(level), "--threads",
-                str(threads), "--port", str(port), "--no-jobs", "--store", state_dir]
+                str(threads), "--port", str(port), "--no-jobs", "--store", state_dir] + (
+                    ["--isolate"] if engine == "isolate" else [])
     llama = os.environ["LLAMA_SERVER"]
     # -c is shared by the slots: 256 tokens each hold a prompt and its completion.
     return [llama, "-m", model, "-np", str(level), "-t", str(threads), "-c",
@@ -129,8 +132,10 @@ def measure(engine, model, level, threads, prompt, gen, n_vocab):
 
 
 def main():
-    if len(sys.argv) != 2 or "LLAMA_SERVER" not in os.environ:
-        print("usage: LLAMA_SERVER=.../llama-server %s MODEL.gguf" % sys.argv[0], file=sys.stderr)
+    peer = "isolate" if os.environ.get("PEER") == "isolate" else "llama-server"
+    if len(sys.argv) != 2 or (peer == "llama-server" and "LLAMA_SERVER" not in os.environ):
+        print("usage: LLAMA_SERVER=.../llama-server %s MODEL.gguf\n"
+              "       PEER=isolate %s MODEL.gguf" % (sys.argv[0], sys.argv[0]), file=sys.stderr)
         return 2
     model = os.path.abspath(sys.argv[1])
     threads, rounds = env_int("THREADS", 2), env_int("ROUNDS", 2)
@@ -141,7 +146,7 @@ def main():
             pass
     runs = []
     for r in range(rounds):
-        engines = ["synapse", "llama-server"] if r % 2 == 0 else ["llama-server", "synapse"]
+        engines = ["synapse", peer] if r % 2 == 0 else [peer, "synapse"]
         for level in levels:
             for engine in engines:
                 run = measure(engine, model, level, threads, prompt, gen, n_vocab)
@@ -154,12 +159,13 @@ def main():
                                  if x["engine"] == engine and x["concurrency"] == level)
 
     for level in levels:
-        ours, theirs = med("synapse", level), med("llama-server", level)
+        ours, theirs = med("synapse", level), med(peer, level)
+        key = peer.replace("-", "_")
         print(json.dumps({
-            "concurrency": level, "synapse": round(ours, 2), "llama_server": round(theirs, 2),
+            "concurrency": level, "synapse": round(ours, 2), key: round(theirs, 2),
             "ratio": round(ours / theirs, 3),
             "synapse_speedup": round(ours / med("synapse", levels[0]), 2),
-            "llama_server_speedup": round(theirs / med("llama-server", levels[0]), 2),
+            key + "_speedup": round(theirs / med(peer, levels[0]), 2),
         }))
     return 0
 
