@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# synapse_add_test(NAME name SOURCES ... LIBS ... LABELS unit|golden|e2e|slow|gpu)
+# synapse_add_test(NAME name SOURCES ... LIBS ... LABELS unit|golden|e2e|slow|threads|gpu [ARGS ...])
 # One GoogleTest executable, registered with CTest as one test carrying the given labels.
 include(CTest)
 
