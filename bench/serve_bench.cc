@@ -8,7 +8,7 @@
 // vocabulary is the Qwen2 fixture's ($SYNAPSE_FIXTURES/tokenizer/vocab/qwen2-vocab.gguf).
 // Prints one JSON document. The model is synthesized once and reused:
 //   serve_bench [--model PATH] [--threads N] [--tokens N] [--prompt N] [--only throughput]
-//               [--draft-max N (speculative decoding by prompt lookup)]
+//               [--draft-max N (speculative decoding by prompt lookup)] [--levels 1,8]
 //               [--isolate SYNAPSE (the throughput levels against `SYNAPSE worker`: the engine in
 //                a worker process behind the front's WorkerService, as `synapse serve --isolate`)]
 // PATH defaults to $SYNAPSE_BENCH_DIR (or /tmp)/synapse-qwen2.5-0.5b-shape-q8_0.gguf.
@@ -31,6 +31,7 @@
 #include "kernels/kernel_selection.h"
 #include "request/job_items.h"
 #include "request/job_worker.h"
+#include "serve/end_of_generation.h"
 #include "serve/service.h"
 #include "synth/synth_model.h"
 #include "worker/worker_service.h"
@@ -79,12 +80,15 @@ size_t drain(RequestHandle& h) {
 // Speculative decoding by prompt lookup with this many drafts per step (--draft-max; 0: off).
 size_t g_draft_max = 0;
 
+// The service as `synapse serve` (and so `synapse worker`) configures it for one model: the
+// file's end-of-generation tokens, the default prefix cache (the prompts differ from their
+// first token: no hits). The --isolate figures are compared against these.
 std::unique_ptr<Service> make_service(DecoderModel& model, const tokenizer::Tokenizer& tok,
                                       size_t parallel) {
   ServiceConfig config;
   config.scheduler.max_active = parallel;
   config.draft_max = g_draft_max;
-  config.max_cached_sequences = 0;  // every request prefills its whole prompt
+  config.eog_tokens = serve::end_of_generation_tokens(model);
   return std::make_unique<Service>(model, tok, config);
 }
 
@@ -177,6 +181,7 @@ int run(int argc, char** argv) {
   size_t prompt_tokens = 64;
   std::string only;     // "throughput": the concurrency levels alone (for A/B runs)
   std::string isolate;  // the synapse program whose `worker` command serves the levels
+  std::vector<size_t> levels = {1, 4, 8, 16};  // concurrency levels of the throughput figures
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--model") path = argv[i + 1];
@@ -186,6 +191,20 @@ int run(int argc, char** argv) {
     if (a == "--only") only = argv[i + 1];
     if (a == "--draft-max") g_draft_max = static_cast<size_t>(std::atoi(argv[i + 1]));
     if (a == "--isolate") isolate = argv[i + 1];
+    if (a == "--levels") {
+      levels.clear();
+      for (const char* p = argv[i + 1]; *p != '\0';) {
+        char* end = nullptr;
+        const unsigned long n = std::strtoul(p, &end, 10);
+        if (end == p || n == 0) break;
+        levels.push_back(n);
+        p = *end == ',' ? end + 1 : end;
+      }
+    }
+  }
+  if (levels.empty()) {
+    std::fprintf(stderr, "--levels: concurrency levels separated by commas, e.g. 1,8\n");
+    return 2;
   }
   if (!std::filesystem::exists(path)) {
     SynthOptions o;
@@ -230,10 +249,9 @@ int run(int argc, char** argv) {
   json += "  \"generated_tokens_per_request\": " + std::to_string(gen_tokens) + ",\n";
   json += "  \"throughput\": [\n";
   double single = 0.0;
-  constexpr size_t kLevels[] = {1, 4, 8, 16};
-  constexpr size_t kNumLevels = std::size(kLevels);
-  for (size_t li = 0; li < kNumLevels; ++li) {
-    const size_t n = kLevels[li];
+  const size_t num_levels = levels.size();
+  for (size_t li = 0; li < num_levels; ++li) {
+    const size_t n = levels[li];
     std::unique_ptr<serve::ModelService> service;
     if (isolate.empty()) {
       service = make_service(**model, *tok, n);
@@ -268,7 +286,8 @@ int run(int argc, char** argv) {
     std::snprintf(line, sizeof line,
                   "    {\"concurrency\": %zu, \"tokens\": %zu, \"seconds\": %.3f, "
                   "\"tokens_per_s\": %.2f, \"speedup\": %.2f}%s\n",
-                  n, total, s, tps, tps / single, li + 1 < kNumLevels ? "," : "");
+                  n, total, s, tps, single > 0.0 ? tps / single : 0.0,
+                  li + 1 < num_levels ? "," : "");
     json += line;
     std::fprintf(stderr, "%s", line);
   }

@@ -27,6 +27,7 @@
 #include "runtime/engine.h"
 #include "sample/sampler.h"
 #include "sample/stop_matcher.h"
+#include "serve/end_of_generation.h"
 #include "speculative/draft_model.h"
 #include "speculative/prompt_lookup.h"
 #include "speculative/speculative_decoder.h"
@@ -129,7 +130,7 @@ int run_generate(const GenerateOptions& o) {
                            " tokens, more than the context of " + std::to_string(model.n_ctx()),
                        ErrorWhere{.field = "prompt"}));
   }
-  const std::vector<int32_t> eog = end_of_generation_tokens(model);
+  const std::vector<int32_t> eog = serve::end_of_generation_tokens(model);
   Result<std::shared_ptr<const constrain::Grammar>> grammar = load_constraint(o);
   if (!grammar.ok()) return fail(grammar.status());
   std::optional<constrain::TokenMasker> masker;

@@ -51,7 +51,5 @@ Result<std::unique_ptr<DecoderModel>> load_draft_model(const std::string& draft,
                                                        const RunOptions& options,
                                                        LoadedModel& target);
 Result<tokenizer::Tokenizer> load_tokenizer(const DecoderModel& model);
-// EOS, EOT and EOM ids named by the file's metadata.
-std::vector<int32_t> end_of_generation_tokens(const DecoderModel& model);
 
 }  // namespace synapse::cli

@@ -6,6 +6,7 @@
 
 #include "format/model_file.h"
 #include "model/arch/architecture.h"
+#include "serve/end_of_generation.h"
 #include "serve/service.h"
 #include "store/model_store.h"
 #include "worker/worker_service.h"
@@ -200,7 +201,7 @@ Result<std::unique_ptr<InProcessModel>> load_in_process(
   serve::ServiceConfig config;
   config.scheduler.max_active = o.parallel;
   config.scheduler.max_queued = {o.queue_limit, o.queue_limit, o.queue_limit};
-  config.eog_tokens = end_of_generation_tokens(model);
+  config.eog_tokens = serve::end_of_generation_tokens(model);
   config.compute_gate = gate;
   config.draft_max = o.lookup || !o.draft.empty() ? o.draft_max : 0;
   if (!o.draft.empty() && source.name == drafted) {

@@ -18,7 +18,7 @@ namespace synapse::request {
 namespace {
 
 constexpr std::string_view kParameterCountKey = "general.parameter_count";
-// Keys whose token ids end a generation (as the CLI's end_of_generation_tokens reads them).
+// Keys whose token ids end a generation (as serve::end_of_generation_tokens reads them).
 constexpr std::string_view kStopTokenKeys[] = {
     gguf_key::kTokenizerEosId, "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"};
 // The listing of a store rarely holds more; past this the cache starts over rather than grow
