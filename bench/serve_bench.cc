@@ -174,7 +174,8 @@ std::pair<double, int64_t> ttft_beside_a_job(Service& service, const tokenizer::
 }
 
 int run(int argc, char** argv) {
-  const char* dir = std::getenv("SYNAPSE_BENCH_DIR");
+  // Environment reads before any thread starts.
+  const char* dir = std::getenv("SYNAPSE_BENCH_DIR");  // NOLINT(concurrency-mt-unsafe)
   std::string path = std::string(dir ? dir : "/tmp") + "/synapse-qwen2.5-0.5b-shape-q8_0.gguf";
   int threads = 2;
   int32_t gen_tokens = 128;
@@ -210,7 +211,7 @@ int run(int argc, char** argv) {
     SynthOptions o;
     o.arch = "qwen2";
     // The real Qwen2 vocabulary (151936 tokens): the synthetic one stops at a few hundred.
-    const char* fixtures = std::getenv("SYNAPSE_FIXTURES");
+    const char* fixtures = std::getenv("SYNAPSE_FIXTURES");  // NOLINT(concurrency-mt-unsafe)
     o.vocab_from = std::string(fixtures ? fixtures : SYNAPSE_SOURCE_DIR "/../shared/fixtures") +
                    "/tokenizer/vocab/qwen2-vocab.gguf";
     o.n_layer = 24;
@@ -283,11 +284,11 @@ int run(int argc, char** argv) {
     const double tps = static_cast<double>(total) / s;
     if (n == 1) single = tps;
     char line[256];
-    std::snprintf(line, sizeof line,
-                  "    {\"concurrency\": %zu, \"tokens\": %zu, \"seconds\": %.3f, "
-                  "\"tokens_per_s\": %.2f, \"speedup\": %.2f}%s\n",
-                  n, total, s, tps, single > 0.0 ? tps / single : 0.0,
-                  li + 1 < num_levels ? "," : "");
+    (void)std::snprintf(line, sizeof line,
+                        "    {\"concurrency\": %zu, \"tokens\": %zu, \"seconds\": %.3f, "
+                        "\"tokens_per_s\": %.2f, \"speedup\": %.2f}%s\n",
+                        n, total, s, tps, single > 0.0 ? tps / single : 0.0,
+                        li + 1 < num_levels ? "," : "");
     json += line;
     std::fprintf(stderr, "%s", line);
   }
@@ -330,10 +331,11 @@ int run(int argc, char** argv) {
       (constrain_it ? constrained : unconstrained) = static_cast<double>(total) / seconds_since(t0);
     }
     char line[256];
-    std::snprintf(line, sizeof line,
-                  "  \"constrained_8\": {\"tokens_per_s\": %.2f, \"unconstrained_tokens_per_s\": "
-                  "%.2f, \"loss_pct\": %.2f},\n",
-                  constrained, unconstrained, 100.0 * (1.0 - constrained / unconstrained));
+    (void)std::snprintf(
+        line, sizeof line,
+        "  \"constrained_8\": {\"tokens_per_s\": %.2f, \"unconstrained_tokens_per_s\": "
+        "%.2f, \"loss_pct\": %.2f},\n",
+        constrained, unconstrained, 100.0 * (1.0 - constrained / unconstrained));
     json += line;
     std::fprintf(stderr, "%s", line);
   }
@@ -362,14 +364,14 @@ int run(int argc, char** argv) {
   const auto [with_job, job_items] =
       ttft_beside_a_job(*service, *tok, prompt_tokens, n_vocab, kRepeats);
   char line[768];
-  std::snprintf(line, sizeof line,
-                "  \"time_to_first_token_ms\": {\"idle_median\": %.1f, "
-                "\"with_8_background_median\": %.1f, \"ratio\": %.2f, "
-                "\"with_background_job_median\": %.1f, \"job_ratio\": %.2f, "
-                "\"job_items_finished_meanwhile\": %lld, \"repeats\": %zu}\n}\n",
-                median(idle) * 1000, median(loaded) * 1000, median(loaded) / median(idle),
-                with_job * 1000, with_job / median(idle), static_cast<long long>(job_items),
-                kRepeats);
+  (void)std::snprintf(line, sizeof line,
+                      "  \"time_to_first_token_ms\": {\"idle_median\": %.1f, "
+                      "\"with_8_background_median\": %.1f, \"ratio\": %.2f, "
+                      "\"with_background_job_median\": %.1f, \"job_ratio\": %.2f, "
+                      "\"job_items_finished_meanwhile\": %lld, \"repeats\": %zu}\n}\n",
+                      median(idle) * 1000, median(loaded) * 1000, median(loaded) / median(idle),
+                      with_job * 1000, with_job / median(idle), static_cast<long long>(job_items),
+                      kRepeats);
   json += line;
   std::fputs(json.c_str(), stdout);
   return 0;
@@ -378,4 +380,11 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace synapse
 
-int main(int argc, char** argv) { return synapse::run(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    return synapse::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serve_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -102,7 +102,12 @@ int run_generate(const GenerateOptions& o) {
     size_t n;
     prompt.clear();
     while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) prompt.append(buffer, n);
-    std::fclose(f);
+    const bool read_failed = std::ferror(f) != 0;
+    (void)std::fclose(f);  // read only: nothing is lost if closing fails
+    if (read_failed) {
+      return fail(Status(ErrorCode::kIoError, "reading the prompt file failed",
+                         ErrorWhere{.path = o.prompt_file}));
+    }
   }
   if (Status valid = validate(o.sampling); !valid.ok()) return fail(valid);
   Result<StopMatcher> stops = StopMatcher::create(o.stop);
@@ -166,7 +171,7 @@ int run_generate(const GenerateOptions& o) {
   auto emit = [&](std::string_view released) {
     text += released;
     if (!o.json && !released.empty()) {
-      std::fwrite(released.data(), 1, released.size(), stdout);
+      (void)std::fwrite(released.data(), 1, released.size(), stdout);  // as fprintf: no check
       std::fflush(stdout);
     }
   };

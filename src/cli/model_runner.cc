@@ -60,7 +60,7 @@ Result<ResolvedModel> resolve_for_run(const std::string& model, const std::strin
 }
 
 DecoderOptions decoder_options(const RunOptions& o, DecoderOptions base) {
-  DecoderOptions options = std::move(base);
+  DecoderOptions options = base;
   options.n_ctx = o.n_ctx;
   if (o.activations == "f32") options.matmul_mode.path = DotPath::kF32;
   if (o.cache_type == "f16") options.kv_type = TensorType::kF16;
@@ -79,7 +79,7 @@ Result<LoadedModel> load_model(const RunOptions& o, DecoderOptions base) {
   loaded.pool = std::make_unique<ThreadPool>(threads);
   loaded.backend = std::make_unique<CpuBackend>(selected_kernels(), *loaded.pool);
   SYN_ASSIGN_OR_RETURN(loaded.model, DecoderModel::open(loaded.resolved.path, *loaded.backend,
-                                                        decoder_options(o, std::move(base))));
+                                                        decoder_options(o, base)));
   loaded.load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return loaded;

@@ -168,7 +168,7 @@ std::string parameter_size_text(uint64_t count) {
   // Whole numbers without decimals; else one decimal for B and T, two for M (Ollama's choice).
   const auto scaled = [&](double unit, int decimals, char suffix) {
     const double v = n / unit;
-    std::snprintf(buf, sizeof buf, "%.*f%c", v == std::floor(v) ? 0 : decimals, v, suffix);
+    (void)std::snprintf(buf, sizeof buf, "%.*f%c", v == std::floor(v) ? 0 : decimals, v, suffix);
     return std::string(buf);
   };
   if (n >= kTrillion) return scaled(kTrillion, 1, 'T');

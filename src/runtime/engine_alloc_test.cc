@@ -1,55 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The engine's steady state allocates nothing: once the KV pool and the step buffers have grown
 // to a workload, steps of that workload (prefill chunks, batched decode, page boundaries) make
-// no heap allocation, on the calling thread or on the pool's. Counted by replacing the global
-// allocation functions in this test binary.
+// no heap allocation, on the calling thread or on the pool's. Counted by the test binary's
+// replaced allocation functions (tests/support/allocation_counter.h).
 #include <gtest/gtest.h>
-
-#include <atomic>
-#include <cstdlib>
-#include <new>
 
 #include "backend/cpu_backend.h"
 #include "kernels/kernel_selection.h"
 #include "runtime/engine.h"
 #include "synth/synth_model.h"
+#include "tests/support/allocation_counter.h"
 #include "tests/support/test_support.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-// The replacements pair malloc with free themselves; g++ cannot see that through inlining.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n == 0 ? 1 : n);
-}
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t align = static_cast<std::size_t>(a);
-  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace synapse {
 namespace {
@@ -89,9 +50,9 @@ TEST(EngineAllocations, StepsOfAWorkloadSeenBeforeAllocateNothing) {
     for (size_t i = 0; i < kSequences; ++i) sequences.push_back(engine.new_sequence());
     uint64_t allocations = 0;
     const auto step = [&] {
-      const uint64_t before = g_allocations.load();
+      const uint64_t before = testing::allocation_count();
       const Status status = engine.step(inputs, out);
-      allocations += g_allocations.load() - before;
+      allocations += testing::allocation_count() - before;
       EXPECT_TRUE(status.ok()) << status.to_string();
     };
     inputs.clear();

@@ -2,65 +2,20 @@
 // The payload codecs: fully populated values round-trip, and whatever a broken or killed worker
 // might write (every truncation, trailing bytes, out-of-range enums and flags, unknown error
 // codes, huge counts) is a protocol_error, never a crash or a large allocation. The largest
-// allocation is watched by replacing the global allocation functions in this test binary.
+// allocation is watched through the test binary's replaced allocation functions
+// (tests/support/allocation_counter.h).
 #include "worker/codec.h"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <new>
 
+#include "tests/support/allocation_counter.h"
 #include "worker/frame.h"
-
-namespace {
-// Largest single request to operator new while g_watching is set.
-std::atomic<bool> g_watching{false};
-std::atomic<size_t> g_largest_allocation{0};
-
-void note_allocation(size_t n) {
-  if (!g_watching.load(std::memory_order_relaxed)) return;
-  size_t seen = g_largest_allocation.load(std::memory_order_relaxed);
-  while (n > seen && !g_largest_allocation.compare_exchange_weak(seen, n)) {
-  }
-}
-}  // namespace
-
-// The replacements pair malloc with free themselves; g++ cannot see that through inlining.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-void* operator new(std::size_t n) {
-  note_allocation(n);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  note_allocation(n);
-  return std::malloc(n == 0 ? 1 : n);
-}
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  note_allocation(n);
-  const std::size_t align = static_cast<std::size_t>(a);
-  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace synapse::worker {
 namespace {
@@ -492,12 +447,11 @@ TEST(WorkerCodec, HugeCountsAreRefusedWithoutAllocating) {
   const std::string huge_tokens =
       std::string(4, '\0') + std::string("\xff\xff\xff\xff", 4) + std::string(8, 'x');
   const std::string huge_prompt = std::string(4, '\0') + std::string("\x00\x00\x00\x40", 4);
-  g_largest_allocation = 0;
-  g_watching = true;
+  testing::reset_largest_allocation();
   const Result<GenerationEvent> text = decode_event(huge_text);
   const Result<GenerationEvent> tokens = decode_event(huge_tokens);
   const Result<GenerationRequest> prompt = decode_request(huge_prompt);
-  g_watching = false;
+  const size_t largest = testing::largest_allocation();
   ASSERT_FALSE(text.ok());
   ASSERT_FALSE(tokens.ok());
   ASSERT_FALSE(prompt.ok());
@@ -508,8 +462,8 @@ TEST(WorkerCodec, HugeCountsAreRefusedWithoutAllocating) {
   EXPECT_EQ(prompt.status().message(),
             "worker frame: request prompt count 1073741824 past the payload's end (0 bytes left)");
   // Only the errors (their state and messages) were allocated; nonzero shows the watch is live.
-  EXPECT_GT(g_largest_allocation.load(), 0u);
-  EXPECT_LT(g_largest_allocation.load(), 1024u);
+  EXPECT_GT(largest, 0u);
+  EXPECT_LT(largest, 1024u);
 }
 
 // A field added to any of these structs changes its size here and fails this test, so that it

@@ -17,7 +17,7 @@ using testing::synapse_cli;
 std::string q(const std::string& s) { return "'" + s + "'"; }
 
 std::string synth_llama(const testing::TempDir& dir) {
-  const std::string path = dir.file("llama.gguf");
+  std::string path = dir.file("llama.gguf");
   const auto r = run_command(synapse_cli() + " synth --arch llama --n-layer 2 -o " + q(path));
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   return path;
@@ -129,7 +129,9 @@ TEST(Generate, SpeculativeDecodingKeepsTheAuthorsText) {
   const Json plain_end_out = Json::parse(plain_end.stdout_text);
   EXPECT_EQ(plain_end_out["stop_reason"], "context");
   for (const std::string& mode : {std::string("--lookup"), "--draft " + q(model)}) {
-    const auto r = run_command(short_ctx + " " + mode);
+    std::string command = short_ctx;
+    command.append(" ").append(mode);
+    const auto r = run_command(command);
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
     const Json out = Json::parse(r.stdout_text);
     EXPECT_EQ(out["tokens"], plain_end_out["tokens"]) << mode;
@@ -176,6 +178,13 @@ TEST(Generate, BadInputFailsClearly) {
   const auto negative = run_command(synapse_cli() + " generate -m " + q(model) + " -n -3");
   EXPECT_NE(negative.exit_code, 0);
   EXPECT_NE(negative.stderr_text.find("-n"), std::string::npos) << negative.stderr_text;
+  // A prompt file that opens but cannot be read (a directory) is an error, not an empty prompt.
+  const auto unreadable =
+      run_command(synapse_cli() + " generate -m " + q(model) + " --file " + q(dir.path()));
+  EXPECT_NE(unreadable.exit_code, 0);
+  EXPECT_NE(unreadable.stderr_text.find("io_error"), std::string::npos) << unreadable.stderr_text;
+  EXPECT_NE(unreadable.stderr_text.find("reading the prompt file failed"), std::string::npos)
+      << unreadable.stderr_text;
 
   const std::string truncated = dir.file("truncated.gguf");
   std::vector<uint8_t> bytes = testing::read_file_bytes(model);
