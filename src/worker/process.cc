@@ -34,6 +34,13 @@ std::string describe_exit(int status) {
   return "status " + std::to_string(status);
 }
 
+WorkerExit exit_of(int status) {
+  WorkerExit exit;
+  exit.how = describe_exit(status);
+  if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+  return exit;
+}
+
 // In the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void exec_child(int fd, char* const* argv, pid_t parent) {
   if (fd == kWorkerFd) {
@@ -63,21 +70,34 @@ std::string describe_exit(int status) {
 
 }  // namespace
 
-std::string reap(pid_t pid) {
-  if (pid <= 0) return "no process";
+WorkerExit reap(pid_t pid) {
+  if (pid <= 0) return WorkerExit{.how = "no process"};
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + kExitWait;
   while (true) {
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return describe_exit(status);
-    if (r < 0 && errno != EINTR) return std::string("not reaped: ") + std::strerror(errno);
+    if (r == pid) return exit_of(status);
+    if (r < 0 && errno != EINTR) {
+      return WorkerExit{.how = std::string("not reaped: ") + std::strerror(errno)};
+    }
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ::kill(pid, SIGKILL);
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return describe_exit(status) + ", killed after it closed its socket but did not exit";
+  WorkerExit exit = exit_of(status);
+  exit.how += ", killed after it closed its socket but did not exit";
+  exit.killed_by_front = true;
+  return exit;
+}
+
+uint64_t oom_kills() {
+  std::ifstream vmstat("/proc/vmstat");
+  for (std::string line; std::getline(vmstat, line);) {
+    if (line.rfind("oom_kill ", 0) == 0) return std::stoull(line.substr(9));
+  }
+  return 0;
 }
 
 void kill_and_reap(WorkerProcess& process) {
@@ -137,7 +157,7 @@ Result<StartedWorker> start_worker_process(const std::vector<std::string>& argv,
   if (!first.ok() || !*first) {
     // It ended before its hello: loading failed (it said why on its stderr, the server's).
     ::close(process.fd);
-    const std::string how = reap(process.pid);
+    const std::string how = reap(process.pid).how;
     return Status(ErrorCode::kUnavailable,
                   "the worker process ended (" + how +
                       ") before its model was loaded; its messages are in the server's log");

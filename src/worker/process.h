@@ -34,9 +34,18 @@ Result<StartedWorker> start_worker_process(const std::vector<std::string>& argv,
                                            std::chrono::milliseconds timeout,
                                            const std::atomic<bool>& abort);
 
-// Waits for `pid` to end (killing it after a few seconds if it has not) and says how it ended:
-// "exit status 1", "signal 9 (Killed)".
-std::string reap(pid_t pid);
+// How a worker process ended.
+struct WorkerExit {
+  std::string how;               // "exit status 1", "signal 9 (Killed)"
+  int signal = 0;                // the signal that ended it; 0 when it exited
+  bool killed_by_front = false;  // reap() had to kill it
+};
+
+// Waits for `pid` to end (killing it after a few seconds if it has not) and says how it ended.
+WorkerExit reap(pid_t pid);
+// Processes the kernel's out-of-memory killer has killed since boot (/proc/vmstat's oom_kill);
+// 0 when unknown.
+uint64_t oom_kills();
 // Kills, reaps and closes.
 void kill_and_reap(WorkerProcess& process);
 

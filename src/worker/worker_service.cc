@@ -102,6 +102,7 @@ struct WorkerServiceState {
   Clock::time_point last_progress;
   uint64_t last_steps = 0;
   std::string kill_reason;                            // set when the supervisor kills the worker
+  uint64_t oom_kills_at_start = 0;                    // the kernel's count when it started
   std::unordered_map<uint64_t, size_t> crashes_seen;  // prompt fingerprint -> crashes
   std::unordered_set<uint64_t> quarantine;
   std::atomic<bool> stopping{false};
@@ -166,6 +167,7 @@ Status start_process(const std::shared_ptr<State>& s) {
   s->last_progress = Clock::now();
   s->last_steps = 0;
   s->kill_reason.clear();
+  s->oom_kills_at_start = oom_kills();
   const uint64_t incarnation = s->incarnation;
   s->reader = std::thread([s, incarnation] { read_worker(s, incarnation); });
   s->cv.notify_all();
@@ -191,7 +193,7 @@ void worker_ended(const std::shared_ptr<State>& s, uint64_t incarnation, const s
   }
   // It sent what cannot be read: not trusted to go on.
   if (!error.empty() && ended.pid > 0) ::kill(ended.pid, SIGKILL);
-  const std::string exit = reap(ended.pid);
+  const WorkerExit exit = reap(ended.pid);
   {
     std::lock_guard write_lock(s->write_mu);
     if (s->write_incarnation == incarnation) s->write_fd = -1;
@@ -204,7 +206,14 @@ void worker_ended(const std::shared_ptr<State>& s, uint64_t incarnation, const s
     s->process = WorkerProcess{};
     why = !s->kill_reason.empty() ? "was killed: " + s->kill_reason
           : !error.empty()        ? "sent a bad frame (" + error + ") and was killed"
-                                  : "stopped (" + exit + ")";
+                                  : "stopped (" + exit.how + ")";
+    // Whether the requests running on it may have caused its death, for quarantine: it crashed
+    // by itself (any signal but SIGKILL, or an exit), misbehaved, or was killed for its hang or
+    // its memory by the supervisor or, as far as the kernel's count tells, by the OOM killer. A
+    // SIGKILL from elsewhere (an operator's kill -9) says nothing about them.
+    const bool requests_suspect = exit.signal != SIGKILL || exit.killed_by_front ||
+                                  !s->kill_reason.empty() || !error.empty() ||
+                                  oom_kills() > s->oom_kills_at_start;
     for (auto& [id, flight] : s->flights) failed.push_back(std::move(flight));
     s->flights.clear();
     for (auto& [id, reply] : s->replies) {
@@ -226,7 +235,7 @@ void worker_ended(const std::shared_ptr<State>& s, uint64_t incarnation, const s
       }
       for (const Flight& f : failed) {
         // A request waiting in the worker's queue cannot have crashed it.
-        if (!f.started) continue;
+        if (!f.started || !requests_suspect) continue;
         if (++s->crashes_seen[f.fingerprint] >= s->options.quarantine_after &&
             s->quarantine.size() < kMaxRemembered) {
           s->quarantine.insert(f.fingerprint);

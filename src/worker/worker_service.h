@@ -9,8 +9,11 @@
 // crashing); requests that arrive meanwhile wait for it. More than `crash_budget` crashes within
 // `crash_window` mark the model unavailable for `cool_down` (requests answer `unavailable` with
 // the time left), after which the next request starts it again. A request (known by its prompt)
-// that was in flight at `quarantine_after` crashes is refused with `quarantined` from then on,
-// so one poison prompt cannot crash-loop the model. A worker that makes no engine step for
+// that was running at `quarantine_after` crashes it may have caused is refused with
+// `quarantined` from then on, so one poison prompt cannot crash-loop the model: a crash of the
+// worker's own (a signal other than SIGKILL, an exit), a kill for a hang or for memory (by the
+// supervisor or the kernel's OOM killer) count; a SIGKILL from outside (an operator's kill -9)
+// does not, since it says nothing about the requests. A worker that makes no engine step for
 // `hang_timeout` while it has requests, or whose resident memory passes `memory_limit_bytes`,
 // is killed and treated as crashed. Other models' workers are separate processes and are not
 // affected by any of this.
