@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <thread>
 
+#include "base/os_error.h"
 #include "worker/frame.h"
 
 namespace synapse::worker {
@@ -28,8 +28,7 @@ std::string describe_exit(int status) {
   if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
-    const char* name = strsignal(sig);
-    return "signal " + std::to_string(sig) + " (" + (name != nullptr ? name : "?") + ")";
+    return "signal " + std::to_string(sig) + " (" + signal_text(sig) + ")";
   }
   return "status " + std::to_string(status);
 }
@@ -78,7 +77,7 @@ WorkerExit reap(pid_t pid) {
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
     if (r == pid) return exit_of(status);
     if (r < 0 && errno != EINTR) {
-      return WorkerExit{.how = std::string("not reaped: ") + std::strerror(errno)};
+      return WorkerExit{.how = std::string("not reaped: ") + errno_text(errno)};
     }
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -115,9 +114,10 @@ Result<StartedWorker> start_worker_process(const std::vector<std::string>& argv,
   if (argv.empty()) return Status(ErrorCode::kInvalidArgument, "no worker command line");
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    return Status(ErrorCode::kIoError, std::string("socketpair: ") + std::strerror(errno));
+    return Status(ErrorCode::kIoError, std::string("socketpair: ") + errno_text(errno));
   }
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t parent = ::getpid();
@@ -126,7 +126,7 @@ Result<StartedWorker> start_worker_process(const std::vector<std::string>& argv,
     const int err = errno;
     ::close(sv[0]);
     ::close(sv[1]);
-    return Status(ErrorCode::kResourceExhausted, std::string("fork: ") + std::strerror(err));
+    return Status(ErrorCode::kResourceExhausted, std::string("fork: ") + errno_text(err));
   }
   if (pid == 0) exec_child(sv[1], args.data(), parent);
   ::close(sv[1]);
@@ -149,7 +149,7 @@ Result<StartedWorker> start_worker_process(const std::vector<std::string>& argv,
     if (ready < 0 && errno != EINTR) {
       const int err = errno;
       kill_and_reap(process);
-      return Status(ErrorCode::kIoError, std::string("poll: ") + std::strerror(err));
+      return Status(ErrorCode::kIoError, std::string("poll: ") + errno_text(err));
     }
     if (ready > 0) break;
   }

@@ -119,7 +119,7 @@ struct WorkerServiceState {
   std::mutex join_mu;  // shutdown() joins the threads once, whoever calls it
 
   // Writes to the worker `incarnation` if it still runs; false otherwise.
-  bool send(uint64_t for_incarnation, Frame frame) {
+  bool send(uint64_t for_incarnation, const Frame& frame) {
     std::lock_guard lock(write_mu);
     if (write_fd < 0 || write_incarnation != for_incarnation) return false;
     return write_frame(write_fd, frame).ok();
