@@ -3,8 +3,9 @@
 # preset (Debug, AddressSanitizer + UndefinedBehaviorSanitizer), runs clang-tidy on the files
 # changed since .ci/lint-base and every unit, golden and e2e test, the worker soak for 3 minutes,
 # the threading tests (label `threads`) under ThreadSanitizer, then builds the fuzz preset
-# (clang + libFuzzer) and runs each fuzz target for a bounded time. Fixtures come from $SYNAPSE_FIXTURES (default ../shared/fixtures); under
-# CI=true a missing fixture fails the run instead of being skipped.
+# (clang + libFuzzer) and runs each fuzz target for a bounded time. Fixtures come from
+# $SYNAPSE_FIXTURES (default ../shared/fixtures); under CI=true a missing fixture fails the run
+# instead of being skipped.
 #   ./scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

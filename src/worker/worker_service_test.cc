@@ -20,6 +20,7 @@
 #include "format/gguf/gguf_file.h"
 #include "kernels/kernel_selection.h"
 #include "serve/service.h"
+#include "serve/service_test_support.h"
 #include "synth/synth_model.h"
 #include "tests/support/test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -63,13 +64,7 @@ std::vector<int32_t> prompt(size_t seed, size_t length = 20) {
   return p;
 }
 
-serve::GenerationRequest greedy(std::vector<int32_t> prompt_tokens, int32_t max_tokens) {
-  serve::GenerationRequest r;
-  r.prompt = std::move(prompt_tokens);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0.0f;
-  return r;
-}
+using serve::greedy_request;
 
 class WorkerServiceTest : public ::testing::Test {
  protected:
@@ -155,7 +150,7 @@ TEST_F(WorkerServiceTest, ConcurrentStreamsEqualTheInProcessServiceAlone) {
     config.page_tokens = 8;
     serve::Service service(**model, *tokenizer, config);
     for (size_t i = 0; i < 4; ++i) {
-      auto handle = service.submit(greedy(prompt(i, 12 + 7 * i), 24));
+      auto handle = service.submit(greedy_request(prompt(i, 12 + 7 * i), 24));
       ASSERT_TRUE(handle.ok());
       alone.push_back(collect(**handle));
     }
@@ -166,7 +161,7 @@ TEST_F(WorkerServiceTest, ConcurrentStreamsEqualTheInProcessServiceAlone) {
   std::vector<std::thread> clients;
   for (size_t i = 0; i < 4; ++i) {
     clients.emplace_back([&, i] {
-      auto handle = service->submit(greedy(prompt(i, 12 + 7 * i), 24));
+      auto handle = service->submit(greedy_request(prompt(i, 12 + 7 * i), 24));
       if (handle.ok()) through[i] = collect(**handle);
     });
   }
@@ -187,7 +182,7 @@ TEST_F(WorkerServiceTest, KilledWorkerFailsItsRunningRequestsAndIsReplaced) {
   std::unique_ptr<WorkerService> service = start(options(20));
   ASSERT_NE(service, nullptr);
   const int32_t first_pid = pid_of(*service);
-  auto handle = service->submit(greedy(prompt(1), 400));
+  auto handle = service->submit(greedy_request(prompt(1), 400));
   ASSERT_TRUE(handle.ok());
   Collected c;
   wait_for_first_token(**handle, c);
@@ -201,7 +196,7 @@ TEST_F(WorkerServiceTest, KilledWorkerFailsItsRunningRequestsAndIsReplaced) {
       << rest.final_event->error.message();
 
   // The next request waits for the new worker and is served by it.
-  auto again = service->submit(greedy(prompt(2), 4));
+  auto again = service->submit(greedy_request(prompt(2), 4));
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   const Collected served = collect(**again);
   ASSERT_TRUE(served.final_event.has_value());
@@ -225,7 +220,7 @@ TEST_F(WorkerServiceTest, RequestRunningAtTwoCrashesOfItsOwnIsQuarantined) {
   const std::vector<int32_t> poison = encode("a POISON pill");
   for (size_t crash = 0; crash < 2; ++crash) {
     const int32_t pid = pid_of(*service);
-    auto handle = service->submit(greedy(poison, 8));
+    auto handle = service->submit(greedy_request(poison, 8));
     if (handle.ok()) {
       const Collected c = collect(**handle);
       ASSERT_TRUE(c.final_event.has_value());
@@ -235,11 +230,11 @@ TEST_F(WorkerServiceTest, RequestRunningAtTwoCrashesOfItsOwnIsQuarantined) {
     }
     wait_for_restart(*service, pid);
   }
-  auto refused = service->submit(greedy(poison, 4));
+  auto refused = service->submit(greedy_request(poison, 4));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kQuarantined);
   // Another prompt is served.
-  auto other = service->submit(greedy(encode("a harmless one"), 4));
+  auto other = service->submit(greedy_request(encode("a harmless one"), 4));
   ASSERT_TRUE(other.ok()) << other.status().to_string();
   EXPECT_EQ(collect(**other).tokens.size(), 4u);
   EXPECT_EQ(service->worker()->quarantined, 1u);
@@ -258,7 +253,7 @@ TEST_F(WorkerServiceTest, KillsFromOutsideDoNotQuarantineTheRunningRequest) {
   const std::vector<int32_t> innocent = prompt(7);
   for (size_t kill = 0; kill < 3; ++kill) {
     const int32_t pid = pid_of(*service);
-    auto handle = service->submit(greedy(innocent, 400));
+    auto handle = service->submit(greedy_request(innocent, 400));
     ASSERT_TRUE(handle.ok()) << handle.status().to_string();
     Collected c;
     wait_for_first_token(**handle, c);
@@ -268,7 +263,7 @@ TEST_F(WorkerServiceTest, KillsFromOutsideDoNotQuarantineTheRunningRequest) {
     EXPECT_EQ(rest.final_event->error.code(), ErrorCode::kWorkerCrashed);
     wait_for_restart(*service, pid);
   }
-  auto again = service->submit(greedy(innocent, 4));
+  auto again = service->submit(greedy_request(innocent, 4));
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_EQ(collect(**again).tokens.size(), 4u);
   EXPECT_EQ(service->worker()->quarantined, 0u);
@@ -291,7 +286,7 @@ TEST_F(WorkerServiceTest, SpentCrashBudgetRefusesWithUnavailableUntilTheCoolDown
   std::optional<Status> refusal;
   const auto until = std::chrono::steady_clock::now() + 10s;
   while (!refusal && std::chrono::steady_clock::now() < until) {
-    auto r = service->submit(greedy(prompt(3), 2));
+    auto r = service->submit(greedy_request(prompt(3), 2));
     if (r.ok()) {
       collect(**r);
     } else if (r.status().code() != ErrorCode::kWorkerCrashed) {
@@ -309,7 +304,7 @@ TEST_F(WorkerServiceTest, SpentCrashBudgetRefusesWithUnavailableUntilTheCoolDown
   EXPECT_LE(retry_after, 2u);
   // After the cool-down the next request starts a worker again and is served.
   std::this_thread::sleep_for(1600ms);
-  auto served = service->submit(greedy(prompt(3), 2));
+  auto served = service->submit(greedy_request(prompt(3), 2));
   ASSERT_TRUE(served.ok()) << served.status().to_string();
   EXPECT_EQ(collect(**served).tokens.size(), 2u);
   EXPECT_EQ(service->worker()->crashes, 2u);
@@ -321,7 +316,7 @@ TEST_F(WorkerServiceTest, HungWorkerIsKilledAndCountedAsACrash) {
   std::unique_ptr<WorkerService> service = start(o);
   ASSERT_NE(service, nullptr);
   const int32_t pid = pid_of(*service);
-  auto handle = service->submit(greedy(prompt(4), 50));
+  auto handle = service->submit(greedy_request(prompt(4), 50));
   ASSERT_TRUE(handle.ok());
   const Collected c = collect(**handle);
   ASSERT_TRUE(c.final_event.has_value());
@@ -342,7 +337,7 @@ TEST_F(WorkerServiceTest, ShutdownEndsEveryStreamWhateverThreadWaitsOnIt) {
   std::vector<std::thread> clients;
   for (size_t i = 0; i < kClients; ++i) {
     clients.emplace_back([&, i] {
-      auto handle = service->submit(greedy(prompt(20 + i), 400));
+      auto handle = service->submit(greedy_request(prompt(20 + i), 400));
       if (!handle.ok()) {
         refused[i] = handle.status();
         first_tokens.fetch_add(1);
@@ -366,7 +361,7 @@ TEST_F(WorkerServiceTest, ShutdownEndsEveryStreamWhateverThreadWaitsOnIt) {
     EXPECT_NE(got[i].final_event->finish_reason, serve::FinishReason::kLength) << i;
   }
   EXPECT_EQ(service->worker()->state, "stopped");
-  auto after = service->submit(greedy(prompt(1), 2));
+  auto after = service->submit(greedy_request(prompt(1), 2));
   ASSERT_FALSE(after.ok());
   EXPECT_EQ(after.status().code(), ErrorCode::kUnavailable);
 }
