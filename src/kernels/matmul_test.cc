@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -34,6 +36,18 @@ struct Quantized {
   }
   const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(words.data()); }
 };
+
+// Every weight type at each row length its blocks divide.
+std::vector<std::pair<TensorType, size_t>> types_with_row_lengths(
+    std::initializer_list<size_t> ks) {
+  std::vector<std::pair<TensorType, size_t>> out;
+  for (TensorType type : weight_types()) {
+    for (size_t k : ks) {
+      if (k % block_elements(type) == 0) out.emplace_back(type, k);
+    }
+  }
+  return out;
+}
 
 std::vector<float> run(const KernelTable& kernels, const WeightMatrix& w, const float* x,
                        size_t n_cols, int threads, DotPath path = DotPath::kQuantized) {
@@ -68,11 +82,12 @@ TEST(Matmul, ThreadCountDoesNotChangeBits) {
 
 // A column's bits depend only on the route and path: not on how many other columns share the
 // call (batched decode equals single decode; chunked prefill equals whole prefill), nor on the
-// thread count. Checked for every weight type on every kernel table this CPU runs.
+// thread count. Checked for every weight type on every kernel table this CPU runs; the float
+// types also at a row length with a tail past the last full vector (k = 530).
 TEST(Matmul, ColumnBitsDoNotDependOnColumnCountOrThreads) {
-  const size_t rows = 67, k = 512;
+  const size_t rows = 67;
   for (const KernelTable* kernels : runnable_kernel_tables()) {
-    for (TensorType type : weight_types()) {
+    for (const auto& [type, k] : types_with_row_lengths({512, 530})) {
       const Quantized q(type, rows, k);
       const WeightMatrix w{type, q.data(), q.stride, rows, k};
       for (DotPath path : {DotPath::kQuantized, DotPath::kF32}) {
@@ -99,7 +114,7 @@ TEST(Matmul, ColumnBitsDoNotDependOnColumnCountOrThreads) {
               EXPECT_EQ(
                   std::memcmp(part.data(), all.data() + first * rows, part.size() * sizeof(float)),
                   0)
-                  << kernels->variant << " " << tensor_type_name(type)
+                  << kernels->variant << " " << tensor_type_name(type) << " k " << k
                   << (path == DotPath::kF32 ? " f32" : " quantized")
                   << (route == MatmulRoute::kTiled ? " tiled" : " stream") << " cols " << first
                   << "+" << n_cols;
