@@ -88,9 +88,13 @@ struct InterleavedKernels {
   // Matrices with shorter rows stay as stored (the layout pays for long rows only; see the
   // level's file for the measurement).
   size_t min_k;
-  // What a product over the rearranged rows equals bit for bit: the scalar reference's (true),
-  // or this level's own product over the rows as stored (false).
-  bool exact;
+  // What a product over the rearranged rows equals bit for bit, on every route.
+  enum class Bits {
+    kReference,   // the scalar reference's product
+    kStoredRows,  // this level's own product over the rows as stored
+    kFmaChain,    // per row, acc = fma(w[i], x[i], acc) for i in order from acc = 0 (F32 x)
+  };
+  Bits bits;
   // Rearranges n_rows rows (a multiple of `rows`; row r at w + r * row_stride) into `out`.
   void (*interleave)(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out);
   // When set, every route hands `dot` activation columns transformed by `prepare` (as

@@ -25,17 +25,34 @@ std::vector<float> wave(size_t n, float phase) {
 }
 
 struct Quantized {
+  TensorType type;
   std::vector<uint32_t> words;
   size_t stride;
-  Quantized(TensorType type, size_t rows, size_t k)
-      : words((rows * row_bytes(type, k) + 3) / 4), stride(row_bytes(type, k)) {
+  Quantized(TensorType t, size_t rows, size_t k)
+      : type(t), words((rows * row_bytes(t, k) + 3) / 4), stride(row_bytes(t, k)) {
     for (size_t r = 0; r < rows; ++r) {
       const std::vector<float> row = wave(k, static_cast<float>(r));
-      quantize_row(type, row, {reinterpret_cast<uint8_t*>(words.data()) + r * stride, stride});
+      quantize_row(t, row, {reinterpret_cast<uint8_t*>(words.data()) + r * stride, stride});
     }
   }
   const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(words.data()); }
 };
+
+// InterleavedKernels::Bits::kFmaChain written out: each row's dequantized values against each
+// F32 column, acc = fma(w, x, acc) in element order (std::fma rounds once, as the instruction).
+std::vector<float> fma_chains(const Quantized& q, size_t rows, size_t k,
+                              const std::vector<float>& x, size_t n_cols) {
+  std::vector<float> y(rows * n_cols), w(k);
+  for (size_t r = 0; r < rows; ++r) {
+    dequantize_row(q.type, {q.data() + r * q.stride, q.stride}, w);
+    for (size_t c = 0; c < n_cols; ++c) {
+      float acc = 0.0f;
+      for (size_t i = 0; i < k; ++i) acc = std::fma(w[i], x[c * k + i], acc);
+      y[c * rows + r] = acc;
+    }
+  }
+  return y;
+}
 
 // Every weight type at each row length its blocks divide.
 std::vector<std::pair<TensorType, size_t>> types_with_row_lengths(
@@ -228,8 +245,9 @@ TEST(Matmul, RearrangedWeightsEqualTheStoredRowsBitForBit) {
       const InterleavedKernels& ik = kernels->weight(type).interleaved;
       if (ik.rows == 0) continue;
       ++checked;
-      // 11 blocks (352 elements of a 32-element type, 2816 of a K-quant): a short last run.
-      const size_t k = 11 * block_elements(type);
+      // 11 blocks (352 elements of a 32-element type, 2816 of a K-quant): a short last run; 353
+      // elements of a float type.
+      const size_t k = block_elements(type) == 1 ? 353 : 11 * block_elements(type);
       std::vector<float> x;
       for (size_t c = 0; c < max_cols; ++c) {
         const auto col = wave(k, 5.0f + 2.1f * static_cast<float>(c));
@@ -254,8 +272,11 @@ TEST(Matmul, RearrangedWeightsEqualTheStoredRowsBitForBit) {
         return y;
       };
       const std::vector<float> want =
-          product(ik.exact ? reference_kernels() : *kernels, stored, 0, max_cols, 1,
-                  DotPath::kQuantized, MatmulRoute::kStream);
+          ik.bits == InterleavedKernels::Bits::kFmaChain
+              ? fma_chains(q, rows, k, x, max_cols)
+              : product(ik.bits == InterleavedKernels::Bits::kReference ? reference_kernels()
+                                                                        : *kernels,
+                        stored, 0, max_cols, 1, DotPath::kQuantized, MatmulRoute::kStream);
       for (MatmulRoute route : {MatmulRoute::kAuto, MatmulRoute::kStream, MatmulRoute::kTiled}) {
         for (size_t n_cols :
              {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{7}, size_t{16}, max_cols}) {
@@ -270,8 +291,12 @@ TEST(Matmul, RearrangedWeightsEqualTheStoredRowsBitForBit) {
           }
         }
       }
+      // The F32 path: a quantized type's gives the stored rows' bits interleaved or not; a float
+      // type's activations are F32 on both paths, so its F32 path is the product above.
       const std::vector<float> f32_stored =
-          product(*kernels, stored, 0, 5, 2, DotPath::kF32, MatmulRoute::kAuto);
+          activation_type(type) == TensorType::kF32
+              ? std::vector<float>(want.begin(), want.begin() + 5 * rows)
+              : product(*kernels, stored, 0, 5, 2, DotPath::kF32, MatmulRoute::kAuto);
       const std::vector<float> f32_interleaved =
           product(*kernels, interleaved, 0, 5, 2, DotPath::kF32, MatmulRoute::kAuto);
       EXPECT_EQ(

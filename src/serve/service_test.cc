@@ -206,9 +206,9 @@ void ServiceTest::expect_batch_invariant() {
 // tiles the decode kernels' bits (scalar: no tiles; AVX2 and AVX-512 without VNNI: tiles marked
 // equals_dot; AVX-512 VNNI: Q8_0 interleaved, one kernel on every route), so a decode row's logits
 // do not change when a prefill shares its step, even off the serving options. (Tiles that still
-// round differently -- AVX-512's float tiles, VNNI's tiles of the other quantized types -- are
-// listed in src/kernels/README.md; the service opens models with serving_decoder_options(), which
-// never runs them.)
+// round differently -- VNNI's tiles of the quantized types read as stored, AVX-512's packed float
+// tile on matrices it does not interleave -- are listed in src/kernels/README.md; the service
+// opens models with serving_decoder_options(), which never runs them.)
 TEST_F(ServiceTest, AutoRouteLogitsIndependentOfTheBatch) {
   auto model = DecoderModel::open(*path_, *backend_);
   ASSERT_TRUE(model.ok());

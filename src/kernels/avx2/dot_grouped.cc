@@ -139,7 +139,7 @@ void set(KernelTable& table) {
   InterleavedKernels& k = table.weights[static_cast<uint32_t>(kType)].interleaved;
   k.rows = 1;
   k.min_k = 0;
-  k.exact = false;
+  k.bits = InterleavedKernels::Bits::kStoredRows;
   k.interleave = interleave<W>;
   k.dot = grouped_dot<W>;
   k.dot_f32 = grouped_dot_f32<kType, W>;

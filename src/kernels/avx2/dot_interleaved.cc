@@ -243,7 +243,7 @@ void fill_interleaved_dots(KernelTable& table) {
   InterleavedKernels& k = table.weights[static_cast<uint32_t>(TensorType::kQ8_0)].interleaved;
   k.rows = kGroupRows;
   k.min_k = kMinK;
-  k.exact = true;
+  k.bits = InterleavedKernels::Bits::kReference;
   k.interleave = interleave;
   k.dot = dot;
   k.dot_f32 = dot_f32;

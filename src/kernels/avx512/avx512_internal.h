@@ -8,6 +8,7 @@
 namespace synapse::avx512 {
 
 void fill_float_kernels(KernelTable& table);
+void fill_interleaved_float_dots(KernelTable& table);
 void fill_legacy_dots_vnni(KernelTable& table);
 void fill_k_dots_vnni(KernelTable& table);
 void fill_quant_matmul_vnni(KernelTable& table);

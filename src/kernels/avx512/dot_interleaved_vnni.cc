@@ -387,7 +387,7 @@ void set(KernelTable& table) {
   // tokens/s) and the service's 8 streams 1.6x faster, though kernels_bench's Matvec of the
   // 896x151936 head alone read 5-25% slower interleaved (1.71-1.73 ms against 1.33-1.64 ms).
   k.min_k = 0;
-  k.exact = true;
+  k.bits = InterleavedKernels::Bits::kReference;
   k.interleave = interleave<W>;
   k.prepare = prepare<W>;
   k.prepared_bytes = prepared_bytes;

@@ -179,7 +179,7 @@ void fill(KernelTable& table) {
   InterleavedKernels& k = w.interleaved;
   k.rows = L::kRows;
   k.min_k = 0;
-  k.exact = true;
+  k.bits = InterleavedKernels::Bits::kReference;
   k.interleave = interleave<L>;
   k.prepare = L::prepare;
   k.prepared_bytes = prepared_bytes<L>;
