@@ -33,6 +33,7 @@ CpuBackend::CpuBackend(const KernelTable& kernels, ThreadPool& pool)
       pool_(pool),
       name_("cpu (" + std::string(kernels.variant) + ", " + std::to_string(pool.size()) +
             (pool.size() == 1 ? " thread)" : " threads)")) {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read once, while the backend is built
   const char* interleave = std::getenv("SYNAPSE_INTERLEAVE");
   interleave_ = interleave == nullptr || std::string_view(interleave) != "0";
   interleave_short_rows_ = interleave != nullptr && std::string_view(interleave) == "all";

@@ -104,7 +104,10 @@ TEST(Matmul, ThreadCountDoesNotChangeBits) {
 TEST(Matmul, ColumnBitsDoNotDependOnColumnCountOrThreads) {
   const size_t rows = 67;
   for (const KernelTable* kernels : runnable_kernel_tables()) {
-    for (const auto& [type, k] : types_with_row_lengths({512, 530})) {
+    for (const auto& type_and_k : types_with_row_lengths({512, 530})) {
+      // Named copies: clang 14 cannot capture a structured binding in the lambda below.
+      const TensorType type = type_and_k.first;
+      const size_t k = type_and_k.second;
       const Quantized q(type, rows, k);
       const WeightMatrix w{type, q.data(), q.stride, rows, k};
       for (DotPath path : {DotPath::kQuantized, DotPath::kF32}) {
@@ -184,6 +187,7 @@ TEST(Matmul, TilesMarkedEqualToTheDotGiveTheDecodeBits) {
         const std::vector<float> tiled = product(0, n_cols, route);
         for (size_t c = 0; c < n_cols; ++c) {
           const std::vector<float> alone = product(c, 1, MatmulRoute::kStream);
+          // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): the bits are what is compared
           EXPECT_EQ(std::memcmp(alone.data(), tiled.data() + c * rows, rows * sizeof(float)), 0)
               << kernels->variant << " " << tensor_type_name(type) << " column " << c
               << (route == MatmulRoute::kTiled ? " tiled" : " streamed");
@@ -321,6 +325,7 @@ TEST(Matmul, EmbeddingRowIsTheDequantizedRow) {
   std::vector<float> got(256), want(256);
   embedding_row(kernels, w, 3, got.data());
   dequantize_row(TensorType::kQ6_K, {q.data() + 3 * q.stride, q.stride}, want);
+  // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): the bits are what is compared
   EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * 256), 0);
 }
 

@@ -55,6 +55,7 @@ constexpr size_t kPrefetchBytes = 4096;
 // The types: how a block's payload (after its F16 scale) is laid out in a group's levels, and how
 // one block of a group's levels becomes kSlices vectors of unsigned levels, slice s holding the
 // sixteen rows' elements 4s..4s+3 (level = value + kOffset).
+// NOLINTNEXTLINE(readability-identifier-naming): named as the GGUF type
 struct Q8_0 {  // 8 slices of 64 bytes: the values plus 128
   static constexpr TensorType kType = TensorType::kQ8_0;
   static constexpr size_t kBytes = 34;
@@ -114,6 +115,7 @@ using IQ4_NL = Nibbles<TensorType::kIQ4_NL, 128, true>;
 // value + 16). A block's qh holds element e's fifth bit at bit e; here it is transposed so that
 // byte t of a lane holds at bit s the fifth bit of element 4s + t -- the byte of slice s's
 // vector that element lands in -- and one shift moves slice s's bits to bit 4 of every byte.
+// NOLINTNEXTLINE(readability-identifier-naming): named as the GGUF type
 struct Q5_0 {
   static constexpr TensorType kType = TensorType::kQ5_0;
   static constexpr size_t kBytes = 22;  // F16 d, 4 bytes qh, 16 bytes qs
