@@ -23,6 +23,7 @@
 
 #include "kernels/avx2/simd_avx2.h"
 #include "kernels/avx512/avx512_internal.h"
+#include "kernels/avx512/float_elements.h"
 
 namespace synapse::avx512 {
 namespace {
@@ -30,48 +31,14 @@ namespace {
 using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
 
 constexpr size_t kGroupRows = 16;  // InterleavedKernels::rows
-// Decode reads this many far-apart groups side by side: each group's chain waits on an add
-// (3 cycles) per element, so one group alone would hold decode under the memory bandwidth.
+// Decode reads this many far-apart groups side by side: each group's chain waits on an FMA
+// (4 cycles) per element, so one group alone would hold decode under the memory bandwidth.
 constexpr size_t kStreams = 4;
 // Many columns: this many groups per register block of kMaxColumns columns (G x C = 24
 // accumulators), groups taken kGroupsPerPass at a time.
 constexpr size_t kBlockGroups = 2;
 constexpr size_t kMaxColumns = 12;
 constexpr size_t kGroupsPerPass = 4;
-
-struct F32 {
-  static constexpr TensorType kType = TensorType::kF32;
-  static constexpr size_t kBytes = 4;
-  static __m512 load16(const uint8_t* p) { return _mm512_loadu_ps(p); }
-  static float load1(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-  }
-};
-struct F16 {
-  static constexpr TensorType kType = TensorType::kF16;
-  static constexpr size_t kBytes = 2;
-  static __m512 load16(const uint8_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-  static float load1(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
-};
-struct BF16 {
-  static constexpr TensorType kType = TensorType::kBF16;
-  static constexpr size_t kBytes = 2;
-  static __m512 load16(const uint8_t* p) {
-    const __m512i wide =
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-  }
-  static float load1(const uint8_t* p) {
-    const uint32_t bits = static_cast<uint32_t>(load_u16(p)) << 16;
-    float v;
-    std::memcpy(&v, &bits, sizeof(v));
-    return v;
-  }
-};
 
 size_t group_bytes(size_t k, size_t element_bytes) { return kGroupRows * k * element_bytes; }
 

@@ -7,38 +7,12 @@
 // 24 FMAs.
 #include "kernels/avx2/simd_avx2.h"
 #include "kernels/avx512/avx512_internal.h"
+#include "kernels/avx512/float_elements.h"
 
 namespace synapse::avx512 {
 namespace {
 
 using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
-
-struct F32 {
-  static constexpr size_t kElementBytes = 4;
-  static __m512 load16(const uint8_t* p) { return _mm512_loadu_ps(p); }
-  static __m512 load16(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
-};
-struct F16 {
-  static constexpr size_t kElementBytes = 2;
-  static __m512 load16(const uint8_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-  static __m512 load16(const uint8_t* p, __mmask16 m) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-  }
-};
-struct BF16 {
-  static constexpr size_t kElementBytes = 2;
-  static __m512 widen(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-  static __m512 load16(const uint8_t* p) {
-    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-  static __m512 load16(const uint8_t* p, __mmask16 m) {
-    return widen(_mm256_maskz_loadu_epi16(m, p));
-  }
-};
 
 // --- Decode, batched decode and the streamed route ----------------------------------------
 
@@ -77,11 +51,10 @@ void float_kernel(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       if constexpr (R > 1) {
-        _mm_prefetch(
-            reinterpret_cast<const char*>(w + (r + kAhead * R) * w_stride + i * W::kElementBytes),
-            _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w + (r + kAhead * R) * w_stride + i * W::kBytes),
+                     _MM_HINT_T0);
       }
-      const __m512 wv = W::load16(w + r * w_stride + i * W::kElementBytes, mask);
+      const __m512 wv = W::load16(w + r * w_stride + i * W::kBytes, mask);
 #pragma GCC unroll 8
       for (size_t c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, xv[c], acc[r][c]);
     }
@@ -164,7 +137,7 @@ void pack(const DotTile& t, float* packed) {
     // Transpose 32 rows x 16 elements through a small staging area.
     alignas(64) float stage[kTileRows][16];
     for (size_t r = 0; r < kTileRows; ++r) {
-      const __m512 v = r < t.n_rows ? W::load16(t.w + r * t.w_stride + i * W::kElementBytes, mask)
+      const __m512 v = r < t.n_rows ? W::load16(t.w + r * t.w_stride + i * W::kBytes, mask)
                                     : _mm512_setzero_ps();
       _mm512_store_ps(stage[r], v);
     }
