@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// AVX-512 products of F32, F16 and BF16 weights with F32 activations: a register-tiled dot for
-// decode and batched decode (and the streamed route's prefill), whose every (row, column) sum is
-// the same operations in the same order whatever the tile; and for prefill a packed kernel that
+// AVX-512 products of F32, F16 and BF16 weights with F32 activations, over rows as stored -- the
+// matrices dot_interleaved_float.cc does not take (a row count not a multiple of 16, or
+// SYNAPSE_INTERLEAVE=0): a register-tiled dot for decode and batched decode (and the streamed
+// route's prefill), whose every (row, column) sum is the same operations in the same order
+// whatever the tile; and for prefill a packed kernel that
 // converts 32 weight rows to F32 once, stored k-major ([k][32]), and computes 32 rows x 12
 // columns per register block: per k, two weight vectors and twelve broadcast activations feed
 // 24 FMAs.

@@ -24,7 +24,7 @@ void fill_table(KernelTable& table, bool vnni) {
     fill_interleaved_q6k_dots_vnni(table);
   }
   // F32, F16 and BF16 in sixteen-row groups on every AVX-512 CPU: one kernel for every route,
-  // equal to the reference (dot_interleaved_float.cc).
+  // each row one FMA chain in element order (dot_interleaved_float.cc).
   fill_interleaved_float_dots(table);
 }
 
