@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Q8_0, Q4_0, Q5_0 and IQ4_NL weights interleaved sixteen rows to a vector for the AVX-512 VNNI
-// level (InterleavedKernels, kernels/kernel_table.h): one kernel for decode, batched decode and
-// prefill.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL weights interleaved sixteen rows to a vector for the
+// AVX-512 VNNI level (InterleavedKernels, kernels/kernel_table.h): one kernel for decode, batched
+// decode and prefill.
 //
 // Why: over the rows as stored, this level's decode (dot_legacy_vnni.cc) sums four-element
 // slices per lane and scales each lane, while its prefill tile (matmul_vnni.cc) sums whole
@@ -9,23 +9,27 @@
 // sequence's output independent of its batch had to run every step, prefill included, on the
 // decode kernel (issue 17, item 1). Here each lane adds up its row's whole block in int32 and
 // blocks are combined as the scalar reference does -- block = float(sum) * (dw * dx), acc += block,
-// blocks in order, no FMA -- so every route equals the reference bit for bit, whatever the batch,
+// blocks in order, no FMA (the types with a min add float(sum(x)) * (m * dx) to the block before
+// it joins the row's sum, as the reference does) -- so every route equals the reference bit for
+// bit, whatever the batch,
 // the column tiling or the threads. A register block is one group (16 rows) x up to 8 columns:
 // each 64-byte slice of levels, loaded once, feeds one vpdpbusd per column.
 //
 // Layout, by pairs of sixteen-row groups (the bytes of the 32 rows: 1088 per Q8_0 block, 576 per
-// Q4_0 one, 704 per Q5_0 one): the levels of the first group, of the second, then the scales of the
-// first and of the second. A Q8_0 group's levels are 512 bytes per block -- for each four-element
-// slice s = 0..7 of a block, the sixteen rows' four values of that slice plus 128 (unsigned, as
-// vpdpbusd multiplies them; lane l = row l); a Q4_0 / IQ4_NL group's 256, the rows' nibble bytes
-// four at a time (see Nibbles); a Q5_0 group's 320, those and the fifth bits (see Q5_0) -- and its
-// scales are sixteen F16 per block. Levels apart from the scales, and groups paired (a pair is a
-// multiple of 64 bytes long, a lone group of odd length is not), keep every 64-byte load of levels
-// inside one cache line.
+// Q4_0 one, 640 per Q4_1 one, 704 per Q5_0 one, 768 per Q5_1 one): the levels of the first group,
+// of the second, then the scales of the first and of the second. A Q8_0 group's levels are 512
+// bytes per block -- for each four-element slice s = 0..7 of a block, the sixteen rows' four values
+// of that slice plus 128 (unsigned, as vpdpbusd multiplies them; lane l = row l); a Q4_0 / IQ4_NL
+// group's 256, the rows' nibble bytes four at a time (see Nibbles); a Q5_0 group's 320, those and
+// the fifth bits (see Q5_0) -- and its scales are sixteen F16 per block (thirty-two for the types
+// with a min: the sixteen d, then the sixteen m). Levels apart from the scales, and groups paired
+// (a pair is a multiple of 64 bytes long, a lone group of odd length is not), keep every 64-byte
+// load of levels inside one cache line.
 //
 // Activations are prepared once per column: the int8 values, then per block the correction
 // -offset * sum(x) (the start of each vpdpbusd chain: it makes the unsigned levels signed again,
-// exactly; offset 128 for Q8_0 and IQ4_NL, 8 for Q4_0, 16 for Q5_0) and the scale dx as a float.
+// exactly; offset 128 for Q8_0 and IQ4_NL, 8 for Q4_0, 16 for Q5_0) -- or, for Q4_1 and Q5_1,
+// whose levels are their values, float(sum(x)) for the min's term -- and the scale dx as a float.
 #include <cstring>
 
 #include "kernels/avx2/simd_avx2.h"
@@ -41,9 +45,8 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 constexpr size_t kQK = 32;
 constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
 constexpr size_t kGroupRows = 16;
-constexpr size_t kPairRows = 2 * kGroupRows;    // the layout's unit: InterleavedKernels::rows
-constexpr size_t kSlices = kQK / 4;             // four-element slices per block
-constexpr size_t kScaleBytes = kGroupRows * 2;  // sixteen F16 scales per block
+constexpr size_t kPairRows = 2 * kGroupRows;  // the layout's unit: InterleavedKernels::rows
+constexpr size_t kSlices = kQK / 4;           // four-element slices per block
 constexpr size_t kMaxColumns = 8;
 // Groups a pass of many columns keeps in L2 (two Q8_0 groups of k = 4864 are 170 KiB) while
 // every column block runs against them.
@@ -52,15 +55,17 @@ constexpr size_t kGroupsPerPass = 2;
 constexpr size_t kStreams = 2;
 constexpr size_t kPrefetchBytes = 4096;
 
-// The types: how a block's payload (after its F16 scale) is laid out in a group's levels, and how
-// one block of a group's levels becomes kSlices vectors of unsigned levels, slice s holding the
-// sixteen rows' elements 4s..4s+3 (level = value + kOffset).
+// The types: how a block's payload (after its F16 scale, or scale and min) is laid out in a
+// group's levels, and how one block of a group's levels becomes kSlices vectors of unsigned
+// levels, slice s holding the sixteen rows' elements 4s..4s+3 (level = value + kOffset). kMin:
+// the block's head is d then m (x = d * q + m), and a group's scales per block are 2 x 16 F16.
 // NOLINTNEXTLINE(readability-identifier-naming): named as the GGUF type
 struct Q8_0 {  // 8 slices of 64 bytes: the values plus 128
   static constexpr TensorType kType = TensorType::kQ8_0;
   static constexpr size_t kBytes = 34;
   static constexpr size_t kLevelBytes = kGroupRows * 32;
   static constexpr int kOffset = 128;
+  static constexpr bool kMin = false;
   static void put(const uint8_t* payload, size_t lane, uint8_t* levels) {
     for (size_t s = 0; s < kSlices; ++s) {
       const uint32_t level = load_u32(payload + 4 * s) ^ 0x80808080u;
@@ -79,12 +84,14 @@ struct Q8_0 {  // 8 slices of 64 bytes: the values plus 128
   }
 };
 
-// Q4_0 and IQ4_NL: byte j of a block's 16 holds element j (low nibble) and j + 16 (high), so
-// the stored bytes 4j..4j+3 in lane l of vector j give slices j and 4 + j; nothing is rewritten.
-template <TensorType kT, int kOff, bool kLookup>
+// Q4_0, Q4_1 and IQ4_NL: byte j of a block's 16 holds element j (low nibble) and j + 16 (high),
+// so the stored bytes 4j..4j+3 in lane l of vector j give slices j and 4 + j; nothing is
+// rewritten.
+template <TensorType kT, int kOff, bool kLookup, bool kWithMin = false>
 struct Nibbles {
   static constexpr TensorType kType = kT;
-  static constexpr size_t kBytes = 18;
+  static constexpr bool kMin = kWithMin;
+  static constexpr size_t kBytes = (kMin ? 4 : 2) + 16;
   static constexpr size_t kLevelBytes = kGroupRows * 16;
   static constexpr int kOffset = kOff;
   static void put(const uint8_t* payload, size_t lane, uint8_t* levels) {
@@ -109,18 +116,21 @@ struct Nibbles {
   }
 };
 using Q4_0 = Nibbles<TensorType::kQ4_0, 8, false>;
+using Q4_1 = Nibbles<TensorType::kQ4_1, 0, false, true>;
 using IQ4_NL = Nibbles<TensorType::kIQ4_NL, 128, true>;
 
-// Q5_0: the sixteen nibble bytes as Q4_0's four vectors, then one vector of fifth bits (level =
-// value + 16). A block's qh holds element e's fifth bit at bit e; here it is transposed so that
-// byte t of a lane holds at bit s the fifth bit of element 4s + t -- the byte of slice s's
-// vector that element lands in -- and one shift moves slice s's bits to bit 4 of every byte.
-// NOLINTNEXTLINE(readability-identifier-naming): named as the GGUF type
-struct Q5_0 {
-  static constexpr TensorType kType = TensorType::kQ5_0;
-  static constexpr size_t kBytes = 22;  // F16 d, 4 bytes qh, 16 bytes qs
+// Q5_0 and Q5_1: the sixteen nibble bytes as Q4_0's four vectors, then one vector of fifth bits
+// (Q5_0's level = value + 16; Q5_1's is its value). A block's qh holds element e's fifth bit at
+// bit e; here it is transposed so that byte t of a lane holds at bit s the fifth bit of element
+// 4s + t -- the byte of slice s's vector that element lands in -- and one shift moves slice s's
+// bits to bit 4 of every byte.
+template <TensorType kT, int kOff, bool kWithMin>
+struct FiveBits {
+  static constexpr TensorType kType = kT;
+  static constexpr bool kMin = kWithMin;
+  static constexpr size_t kBytes = (kMin ? 4 : 2) + 4 + 16;  // F16 d (and m), 4 bytes qh, 16 qs
   static constexpr size_t kLevelBytes = kGroupRows * 16 + 64;
-  static constexpr int kOffset = 16;
+  static constexpr int kOffset = kOff;
   static constexpr size_t kHigh = kGroupRows * 16;  // where the fifth bits start
   static void put(const uint8_t* payload, size_t lane, uint8_t* levels) {
     Q4_0::put(payload + 4, lane, levels);
@@ -159,6 +169,14 @@ struct Q5_0 {
     }
   }
 };
+using Q5_0 = FiveBits<TensorType::kQ5_0, 16, false>;
+using Q5_1 = FiveBits<TensorType::kQ5_1, 0, true>;
+
+// A group's scales per block: sixteen F16 d, then (types with a min) sixteen F16 m.
+template <typename W>
+constexpr size_t kScaleBytes = kGroupRows * 2 * (W::kMin ? 2 : 1);
+template <typename W>
+constexpr size_t kHeadBytes = W::kMin ? 4 : 2;  // a stored block's d (and m)
 
 // The stored rows' F32-activation product of each type, which the interleaved rows' dot_f32
 // runs on rows restored to their stored order (so the two are equal by construction). Set by
@@ -176,9 +194,9 @@ struct Group {
   size_t levels;
   size_t scales;
   Group(size_t g, size_t n_blocks) {
-    const size_t pair = g / 2 * 2 * n_blocks * (W::kLevelBytes + kScaleBytes);
+    const size_t pair = g / 2 * 2 * n_blocks * (W::kLevelBytes + kScaleBytes<W>);
     levels = pair + g % 2 * n_blocks * W::kLevelBytes;
-    scales = pair + 2 * n_blocks * W::kLevelBytes + g % 2 * n_blocks * kScaleBytes;
+    scales = pair + 2 * n_blocks * W::kLevelBytes + g % 2 * n_blocks * kScaleBytes<W>;
   }
 };
 
@@ -191,8 +209,10 @@ void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, ui
       const uint8_t* row = w + (g * kGroupRows + lane) * row_stride;
       for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = row + b * W::kBytes;
-        std::memcpy(out + at.scales + b * kScaleBytes + 2 * lane, block, 2);
-        W::put(block + 2, lane, out + at.levels + b * W::kLevelBytes);
+        uint8_t* scales = out + at.scales + b * kScaleBytes<W>;
+        std::memcpy(scales + 2 * lane, block, 2);
+        if constexpr (W::kMin) std::memcpy(scales + kGroupRows * 2 + 2 * lane, block + 2, 2);
+        W::put(block + kHeadBytes<W>, lane, out + at.levels + b * W::kLevelBytes);
       }
     }
   }
@@ -205,8 +225,10 @@ void stored_row(const uint8_t* pair, size_t n_blocks, size_t r, uint8_t* row) {
   const size_t lane = r % kGroupRows;
   for (size_t b = 0; b < n_blocks; ++b) {
     uint8_t* block = row + b * W::kBytes;
-    std::memcpy(block, pair + at.scales + b * kScaleBytes + 2 * lane, 2);
-    W::take(pair + at.levels + b * W::kLevelBytes, lane, block + 2);
+    const uint8_t* scales = pair + at.scales + b * kScaleBytes<W>;
+    std::memcpy(block, scales + 2 * lane, 2);
+    if constexpr (W::kMin) std::memcpy(block + 2, scales + kGroupRows * 2 + 2 * lane, 2);
+    W::take(pair + at.levels + b * W::kLevelBytes, lane, block + kHeadBytes<W>);
   }
 }
 
@@ -217,7 +239,8 @@ void dequantize_row(const uint8_t* pair, size_t r, size_t k, float* y) {
   ref::dequantize(W::kType, row, y, k);
 }
 
-// A prepared column: k int8 values, then per block {int32 correction, float dx}.
+// A prepared column: k int8 values, then per block {int32 correction, float dx} -- {float
+// sum(x), float dx} for the types with a min.
 struct Prepared {
   size_t blocks;  // byte offset of the per-block pairs
   size_t bytes;
@@ -236,9 +259,14 @@ void prepare(const uint8_t* x, size_t k, uint8_t* out) {
     std::memcpy(out + b * kQK, block + 2, kQK);
     int32_t sum = 0;
     for (size_t e = 0; e < kQK; ++e) sum += static_cast<int8_t>(block[2 + e]);
-    const int32_t correction = -W::kOffset * sum;
     const float dx = f16_to_f32(load_u16(block));
-    std::memcpy(out + p.blocks + 8 * b, &correction, 4);
+    if constexpr (W::kMin) {
+      const auto sum_x = static_cast<float>(sum);
+      std::memcpy(out + p.blocks + 8 * b, &sum_x, 4);
+    } else {
+      const int32_t correction = -W::kOffset * sum;
+      std::memcpy(out + p.blocks + 8 * b, &correction, 4);
+    }
     std::memcpy(out + p.blocks + 8 * b + 4, &dx, 4);
   }
 }
@@ -259,6 +287,7 @@ void group_kernel(const uint8_t* const (&levels)[G], const uint8_t* const (&scal
   for (size_t b = 0; b < n_blocks; ++b) {
     __m512i q[G][kSlices];
     __m512 dw[G];
+    __m512 mw[G];  // the types with a min
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
       const uint8_t* block = levels[i] + b * W::kLevelBytes;
@@ -266,23 +295,32 @@ void group_kernel(const uint8_t* const (&levels)[G], const uint8_t* const (&scal
       for (size_t line = 0; line < W::kLevelBytes; line += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + line), _MM_HINT_T0);
       }
-      if (b % 2 == 0) {
-        _mm_prefetch(
-            reinterpret_cast<const char*>(scales[i] + b * kScaleBytes + kPrefetchBytes / 16),
-            _MM_HINT_T0);
+      const uint8_t* block_scales = scales[i] + b * kScaleBytes<W>;
+      if (W::kMin || b % 2 == 0) {  // a line holds two blocks' scales, one block's with mins
+        _mm_prefetch(reinterpret_cast<const char*>(block_scales +
+                                                   kPrefetchBytes / 16 * (kScaleBytes<W> / 32)),
+                     _MM_HINT_T0);
       }
       W::load(block, q[i]);
-      dw[i] = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales[i] + b * kScaleBytes)));
+      dw[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block_scales)));
+      if constexpr (W::kMin) {
+        mw[i] = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block_scales + kGroupRows * 2)));
+      }
     }
 #pragma GCC unroll 8
     for (size_t c = 0; c < C; ++c) {
       const uint8_t* xc = x + c * x_stride;
       const auto* xq = reinterpret_cast<const int32_t*>(xc + b * kQK);
       const uint8_t* pair = xc + x_blocks + 8 * b;
-      int32_t correction;
+      int32_t correction = 0;
+      float sum_x = 0.0f;
       float dx;
-      std::memcpy(&correction, pair, 4);
+      if constexpr (W::kMin) {
+        std::memcpy(&sum_x, pair, 4);
+      } else {
+        std::memcpy(&correction, pair, 4);
+      }
       std::memcpy(&dx, pair + 4, 4);
 #pragma GCC unroll 8
       for (size_t i = 0; i < G; ++i) {
@@ -294,8 +332,12 @@ void group_kernel(const uint8_t* const (&levels)[G], const uint8_t* const (&scal
           odd = _mm512_dpbusd_epi32(odd, q[i][s + 1], _mm512_set1_epi32(xq[s + 1]));
         }
         const __m512 sum = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
-        acc[i][c] =
-            _mm512_add_ps(acc[i][c], _mm512_mul_ps(sum, _mm512_mul_ps(dw[i], _mm512_set1_ps(dx))));
+        __m512 block = _mm512_mul_ps(sum, _mm512_mul_ps(dw[i], _mm512_set1_ps(dx)));
+        if constexpr (W::kMin) {
+          block = _mm512_add_ps(block, _mm512_mul_ps(_mm512_set1_ps(sum_x),
+                                                     _mm512_mul_ps(mw[i], _mm512_set1_ps(dx))));
+        }
+        acc[i][c] = _mm512_add_ps(acc[i][c], block);
       }
     }
   }
@@ -403,7 +445,9 @@ void set(KernelTable& table) {
 void fill_interleaved_dots_vnni(KernelTable& table) {
   set<Q8_0>(table);
   set<Q4_0>(table);
+  set<Q4_1>(table);
   set<Q5_0>(table);
+  set<Q5_1>(table);
   set<IQ4_NL>(table);
 }
 
