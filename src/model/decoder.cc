@@ -61,7 +61,7 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(std::unique_ptr<ModelFi
   // tiled kernels are much faster and just as batch-invariant (a fixed route either way).
   MatmulMode mode = options.matmul_mode;
   if (ir.bidirectional && mode.route == MatmulRoute::kStream) mode.route = MatmulRoute::kTiled;
-  SYN_ASSIGN_OR_RETURN(ExecutionPlan plan, lower_ir(ir, backend, mode));
+  SYN_ASSIGN_OR_RETURN(ExecutionPlan plan, lower_ir(ir, backend, mode, &file->mapping()));
   return std::unique_ptr<DecoderModel>(
       new DecoderModel(std::move(file), backend, std::move(ir), std::move(plan)));
 }

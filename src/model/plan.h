@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "base/mapped_file.h"
 #include "model/ir.h"
 
 namespace synapse {
@@ -39,8 +40,11 @@ struct ExecutionPlan {
 
 Status verify_ir(const ModelIr& ir, const Backend& backend, MatmulMode mode);
 // Requires a verified IR; the plan's weights are the backend's (for the CPU, views into the
-// model file's mapping), valid while the backend and the file live.
-Result<ExecutionPlan> lower_ir(const ModelIr& ir, Backend& backend, MatmulMode mode);
+// model file's mapping, or its rearranged copies), valid while the backend and the file live.
+// `source`, when given, is the mapping the IR's views point into: the pages of each matrix the
+// backend copied are released from it as soon as the copy is made.
+Result<ExecutionPlan> lower_ir(const ModelIr& ir, Backend& backend, MatmulMode mode,
+                               const MappedFile* source = nullptr);
 // Human-readable regions, ops, shapes, dtypes and kernels.
 std::string format_plan(const ModelIr& ir, const ExecutionPlan& plan);
 
