@@ -247,6 +247,10 @@ TEST(Bench, ModelBenchJson) {
   EXPECT_GT(out["pp_tokens_per_s"].get<double>(), 0.0);
   EXPECT_GT(out["tg_tokens_per_s"].get<double>(), 0.0);
   EXPECT_GT(out["memory_read_gb_per_s"].get<double>(), 0.0);
+  // The peak resident memory is the model's run, not the bandwidth probe's 512 MiB buffer (a
+  // tiny model under the sanitizers peaks far below it).
+  EXPECT_GT(out["peak_rss_bytes"].get<double>(), 0.0);
+  EXPECT_LT(out["peak_rss_bytes"].get<double>(), 384.0 * 1024 * 1024);
   // The machine and kernels beside the figures.
   EXPECT_FALSE(out["cpu"].get<std::string>().empty());
   EXPECT_FALSE(out["isa"].get<std::string>().empty());
