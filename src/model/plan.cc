@@ -284,8 +284,8 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
 
 // When the backend keeps a copy of weights the file maps (the CPU's rearranged rows, a device's
 // upload), the mapped pages wholly inside them are released: they are not read again, and
-// otherwise stay resident beside the copy -- a 1 GB F16 model then held 2.5 GB at its peak
-// (`synapse bench`'s peak_rss_bytes). The page cache keeps them, so a reload reads no disk.
+// otherwise stay resident beside the copy (a 1 GB F16 model interleaved on AVX-512 held 2 GB).
+// The page cache keeps them, so a reload reads no disk.
 // Pages shared with a neighbouring tensor stay.
 void release_copied(const MappedFile* source, std::span<const uint8_t> view, const void* prepared) {
   if (source == nullptr || prepared == view.data() || view.empty()) return;
