@@ -116,4 +116,16 @@ void MappedFile::advise(AccessHint hint, size_t offset, size_t length) const {
   ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, advice);
 }
 
+void MappedFile::release_pages_within(std::span<const uint8_t> range) const {
+  if (data_ == nullptr || range.empty() || range.data() < data_ ||
+      range.data() + range.size() > data_ + size_) {
+    return;
+  }
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const auto offset = static_cast<size_t>(range.data() - data_);
+  const size_t begin = (offset + page - 1) / page * page;  // advise() rounds a start down
+  const size_t end = (offset + range.size()) / page * page;
+  if (end > begin) advise(AccessHint::kDontNeed, begin, end - begin);
+}
+
 }  // namespace synapse

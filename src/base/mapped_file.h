@@ -33,6 +33,10 @@ class MappedFile {
   // madvise over [offset, offset + length) clipped to the file; advice is only a hint, so failures
   // are ignored.
   void advise(AccessHint hint, size_t offset = 0, size_t length = SIZE_MAX) const;
+  // Drops from this process the mapped pages wholly inside `range` (which must lie in the
+  // mapping; anything else is ignored), for bytes that were copied and are not read here again:
+  // the page cache keeps them, and pages shared with bytes around the range stay.
+  void release_pages_within(std::span<const uint8_t> range) const;
 
  private:
   void reset();

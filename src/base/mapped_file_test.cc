@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <vector>
 
 #include "tests/support/test_support.h"
 
@@ -25,6 +28,33 @@ TEST(MappedFile, MapsContents) {
   EXPECT_EQ(moved.size(), 5u);
   EXPECT_EQ(moved.bytes()[2], 3);
   EXPECT_EQ(moved.path(), dir.file("a.bin"));
+}
+
+TEST(MappedFile, ReleasesOnlyThePagesWhollyInsideARange) {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  testing::TempDir dir;
+  testing::write_file_bytes(dir.file("pages"), std::vector<uint8_t>(4 * page, 7));
+  Result<MappedFile> file = MappedFile::open(dir.file("pages"));
+  ASSERT_TRUE(file.ok());
+  const uint8_t* base = file->bytes().data();
+  const auto touch_all = [&] {
+    unsigned sum = 0;
+    for (size_t i = 0; i < 4 * page; i += page) sum += base[i];
+    EXPECT_EQ(sum, 28u);
+  };
+  touch_all();
+  ASSERT_EQ(testing::resident_pages(base, base + 4 * page), 4);
+  // From inside page 0 to inside page 3: pages 1 and 2 go, the two it only touches stay.
+  file->release_pages_within(file->bytes().subspan(100, 3 * page));
+  EXPECT_EQ(testing::resident_pages(base, base + page), 1);
+  EXPECT_EQ(testing::resident_pages(base + page, base + 3 * page), 0);
+  EXPECT_EQ(testing::resident_pages(base + 3 * page, base + 4 * page), 1);
+  touch_all();  // released pages read again from the page cache, unchanged
+  // Ranges not inside the mapping are ignored.
+  const std::vector<uint8_t> elsewhere(2 * page);
+  file->release_pages_within(elsewhere);
+  file->release_pages_within(std::span(base + 3 * page, 2 * page));
+  EXPECT_EQ(testing::resident_pages(base, base + 4 * page), 4);
 }
 
 TEST(MappedFile, EmptyFileMapsToEmptySpan) {

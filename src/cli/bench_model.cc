@@ -7,12 +7,11 @@
 #include "cli/bench_model.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "base/cpu_info.h"
@@ -21,6 +20,7 @@
 #include "kernels/kernel_selection.h"
 #include "kernels/memory_bandwidth.h"
 #include "runtime/engine.h"
+#include "worker/process.h"
 
 namespace synapse::cli {
 namespace {
@@ -55,27 +55,8 @@ std::vector<int32_t> bench_tokens(size_t n, uint32_t n_vocab) {
   return ids;
 }
 
-// A "Vm...:  N kB" line of /proc/self/status in bytes; 0 when it cannot be read.
-double proc_status_bytes(const char* key) {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return 0.0;
-  char line[256];
-  double bytes = 0.0;
-  const size_t n = std::strlen(key);
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, key, n) == 0 && line[n] == ':') {
-      bytes = std::strtod(line + n + 1, nullptr) * 1024.0;
-      break;
-    }
-  }
-  (void)std::fclose(f);
-  return bytes;
-}
-
-// The process's peak resident memory so far (falls back on getrusage where /proc has no VmHWM).
+// The process's peak resident memory so far (since the last reset_peak_rss).
 double peak_rss_bytes() {
-  const double hwm = proc_status_bytes("VmHWM");
-  if (hwm > 0.0) return hwm;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) * 1024.0;
@@ -183,8 +164,9 @@ int run_model_bench(const ModelBenchOptions& o) {
   const double effective_gb_per_s = weight_bytes * tgs.median / 1e9;
   const double fraction = bandwidth_gb_per_s > 0 ? effective_gb_per_s / bandwidth_gb_per_s : 0.0;
   // Where the peak could not start again, the resident memory now stands in for the run's.
-  const double rss =
-      std::max(load_peak_rss, peak_restarted ? peak_rss_bytes() : proc_status_bytes("VmRSS"));
+  const double rss = std::max(
+      load_peak_rss,
+      peak_restarted ? peak_rss_bytes() : static_cast<double>(worker::resident_bytes(::getpid())));
   const HParams& hp = model.hparams();
 
   if (o.json) {

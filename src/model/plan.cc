@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/plan.h"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <sstream>
 
@@ -282,24 +280,10 @@ Status verify_op(const ModelIr& ir, const IrRegion& region, const IrOp& op, cons
   }
 }
 
-// When the backend keeps a copy of weights the file maps (the CPU's rearranged rows, a device's
-// upload), the mapped pages wholly inside them are released: they are not read again, and
-// otherwise stay resident beside the copy (a 1 GB F16 model interleaved on AVX-512 held 2 GB).
-// The page cache keeps them, so a reload reads no disk.
-// Pages shared with a neighbouring tensor stay.
-void release_copied(const MappedFile* source, std::span<const uint8_t> view, const void* prepared) {
-  if (source == nullptr || prepared == view.data() || view.empty()) return;
-  const uint8_t* base = source->bytes().data();
-  if (view.data() < base || view.data() + view.size() > base + source->size()) return;
-  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const auto offset = static_cast<size_t>(view.data() - base);
-  const size_t begin = (offset + page - 1) / page * page;
-  const size_t end = (offset + view.size()) / page * page;
-  if (end > begin) source->advise(AccessHint::kDontNeed, begin, end - begin);
-}
-
 // A 2-D weight (or, for an expert tensor, `rows` rows of it from byte `first`) as the backend
-// reads it.
+// reads it. When the backend keeps a copy (the CPU's rearranged rows, a device's upload), the
+// file's pages of those bytes are released at once: they are not read again, and would
+// otherwise stay resident beside the copy (a 1 GB F16 model interleaved on AVX-512 held 2 GB).
 Result<WeightMatrix> matrix_of(const TensorView& v, Backend& backend, const MappedFile* source,
                                size_t first = 0, size_t rows = 0) {
   const size_t stride = row_bytes(v.type, v.dims[0]);
@@ -308,7 +292,7 @@ Result<WeightMatrix> matrix_of(const TensorView& v, Backend& backend, const Mapp
   SYN_ASSIGN_OR_RETURN(
       const WeightMatrix m,
       backend.prepare_matrix(v.type, bytes.data(), stride, rows, static_cast<size_t>(v.dims[0])));
-  release_copied(source, bytes, m.data);
+  if (source != nullptr && m.data != bytes.data()) source->release_pages_within(bytes);
   return m;
 }
 

@@ -2,11 +2,8 @@
 // A matrix the backend keeps a copy of (the CPU's rearranged rows) leaves none of its mapped
 // pages resident once the model is loaded (model/plan.cc, release_copied): otherwise the file's
 // pages, read once to make the copy, stay in the process beside it and the weights count twice.
-// Residency is read from /proc/self/pagemap (bit 63: the page is present in this process's page
-// tables; unprivileged readers get that bit, only the frame numbers are hidden).
-#include <fcntl.h>
+// Residency is read from /proc/self/pagemap (testing::resident_pages).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdint>
 
@@ -18,26 +15,6 @@
 
 namespace synapse {
 namespace {
-
-// Pages of [begin, end) present in this process's page tables; -1 when pagemap cannot be read.
-long resident_pages(const uint8_t* begin, const uint8_t* end) {
-  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  long present = 0;
-  for (uintptr_t p = reinterpret_cast<uintptr_t>(begin) / page;
-       p < (reinterpret_cast<uintptr_t>(end) + page - 1) / page; ++p) {
-    uint64_t entry = 0;
-    if (::pread(fd, &entry, sizeof(entry), static_cast<off_t>(p * sizeof(entry))) !=
-        sizeof(entry)) {
-      ::close(fd);
-      return -1;
-    }
-    present += static_cast<long>(entry >> 63);
-  }
-  ::close(fd);
-  return present;
-}
 
 TEST(WeightResidency, CopiedMatricesLeaveNoMappedPagesResident) {
   // Q8_0 rows of 2048 elements: rearranged at load by the AVX2 and the AVX-512 VNNI levels.
@@ -74,7 +51,7 @@ TEST(WeightResidency, CopiedMatricesLeaveNoMappedPagesResident) {
         if (source.size() < 2 * kEdge + (64 << 10)) continue;  // all edge
         ++copied;
         const long present =
-            resident_pages(source.data() + kEdge, source.data() + source.size() - kEdge);
+            testing::resident_pages(source.data() + kEdge, source.data() + source.size() - kEdge);
         ASSERT_GE(present, 0) << "cannot read /proc/self/pagemap";
         EXPECT_EQ(present, 0) << region.name << " matrix " << i << ": " << present
                               << " mapped pages still resident beside its copy";

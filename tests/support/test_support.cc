@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/support/test_support.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -75,6 +76,25 @@ CommandResult run_command(const std::string& command) {
   result.stdout_text = read_file_text(out_path);
   result.stderr_text = read_file_text(err_path);
   return result;
+}
+
+long resident_pages(const uint8_t* begin, const uint8_t* end) {
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  long present = 0;
+  for (uintptr_t p = reinterpret_cast<uintptr_t>(begin) / page;
+       p < (reinterpret_cast<uintptr_t>(end) + page - 1) / page; ++p) {
+    uint64_t entry = 0;
+    if (::pread(fd, &entry, sizeof(entry), static_cast<off_t>(p * sizeof(entry))) !=
+        sizeof(entry)) {
+      ::close(fd);
+      return -1;
+    }
+    present += static_cast<long>(entry >> 63);
+  }
+  ::close(fd);
+  return present;
 }
 
 void run_unprivileged(const std::string& directory, const std::function<void()>& checks) {

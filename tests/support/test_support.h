@@ -48,6 +48,10 @@ struct CommandResult {
 // Runs a shell command, capturing both streams.
 CommandResult run_command(const std::string& command);
 
+// Pages of [begin, end) present in this process's page tables, from /proc/self/pagemap (bit 63;
+// unprivileged readers get it, only the frame numbers are hidden); -1 when it cannot be read.
+long resident_pages(const uint8_t* begin, const uint8_t* end);
+
 // Runs `checks` as an unprivileged user sees the files: directly when the test is not root, else
 // in a child process as user `nobody` (root ignores permission bits, and CI runs as root), with
 // `directory` opened to that user. A failure inside the child fails the calling test.
