@@ -11,6 +11,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/os_error.h"
+
 namespace synapse {
 namespace {
 
@@ -31,7 +33,7 @@ ErrorCode code_for_errno(int err) {
 
 Status errno_status(const char* what, const std::string& path) {
   const int err = errno;
-  return Status(code_for_errno(err), std::string(what) + ": " + std::strerror(err),
+  return Status(code_for_errno(err), std::string(what) + ": " + errno_text(err),
                 ErrorWhere{.path = path});
 }
 

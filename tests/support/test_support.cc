@@ -17,12 +17,14 @@
 namespace synapse::testing {
 
 std::string fixtures_dir() {
+  // Tests read the environment, never write it: getenv cannot race a setenv here.
+  // NOLINTNEXTLINE(concurrency-mt-unsafe)
   if (const char* dir = std::getenv("SYNAPSE_FIXTURES"); dir != nullptr && *dir != '\0') return dir;
   return SYNAPSE_SOURCE_DIR "/../shared/fixtures";
 }
 
 bool running_in_ci() {
-  const char* ci = std::getenv("CI");
+  const char* ci = std::getenv("CI");  // NOLINT(concurrency-mt-unsafe): read-only environment
   return ci != nullptr && std::strcmp(ci, "true") == 0;
 }
 
@@ -37,6 +39,7 @@ std::string synapse_cli() { return SYNAPSE_CLI_PATH; }
 TempDir::TempDir() {
   std::string pattern = std::filesystem::temp_directory_path().string() + "/synapse-test-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): on the test's thread, read at once
     ADD_FAILURE() << "mkdtemp failed: " << std::strerror(errno);
   }
   path_ = pattern;
@@ -70,6 +73,7 @@ CommandResult run_command(const std::string& command) {
   const std::string out_path = dir.file("stdout");
   const std::string err_path = dir.file("stderr");
   const std::string full = command + " >" + out_path + " 2>" + err_path;
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): a test runs its commands from its own thread
   const int status = std::system(full.c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

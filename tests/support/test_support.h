@@ -72,5 +72,5 @@ void run_unprivileged(const std::string& directory, const std::function<void()>&
       GTEST_SKIP() << "fixture not found: " << ::synapse::testing::fixtures_dir() << "/"         \
                    << (relative) << " (set SYNAPSE_FIXTURES)";                                   \
     }                                                                                            \
-    var = *syn_found_;                                                                           \
+    (var) = *syn_found_;                                                                         \
   } while (false)
