@@ -15,5 +15,6 @@ void fill_quant_matmul_vnni(KernelTable& table);
 void fill_interleaved_dots_vnni(KernelTable& table);
 void fill_interleaved_q4k_dots_vnni(KernelTable& table);
 void fill_interleaved_q6k_dots_vnni(KernelTable& table);
+void fill_interleaved_iq4xs_dots_vnni(KernelTable& table);
 
 }  // namespace synapse::avx512

@@ -79,6 +79,8 @@ struct Q4K {
   static constexpr size_t kRows = kGroupRows;
   static constexpr size_t kBlockBytes = avx512::kBlockBytes;
   static constexpr size_t kRecordBytes = avx512::kRecordBytes;
+  static constexpr size_t kMaxColumns = 4;
+  static constexpr size_t kStreams = 2;
 
   // Where row `lane`'s bytes of a super-block go in its group's unit: calls
   // piece(unit offset, block offset, bytes) for each piece (rearranging and restoring run the

@@ -111,6 +111,8 @@ struct Q6K {
   static constexpr size_t kRows = kPairRows;
   static constexpr size_t kBlockBytes = avx512::kBlockBytes;
   static constexpr size_t kRecordBytes = avx512::kRecordBytes;
+  static constexpr size_t kMaxColumns = 4;
+  static constexpr size_t kStreams = 2;
 
   // Where row r (< 32) of a pair's super-block goes: calls piece(unit offset, block offset, bytes)
   // for each piece (rearranging and restoring run the same map in opposite directions).

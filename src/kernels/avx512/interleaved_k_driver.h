@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the VNNI K-quant layouts (dot_interleaved_q4k_vnni.cc, dot_interleaved_q6k_vnni.cc) share:
-// rearranging rows and restoring them, the decode / batched / prefill drivers and the F32 path,
-// over a layout L that says where a row's bytes go and computes groups of sixteen rows:
+// What the VNNI K-quant layouts (dot_interleaved_q4k_vnni.cc, dot_interleaved_q6k_vnni.cc,
+// dot_interleaved_iq4xs_vnni.cc) share: rearranging rows and restoring them, the decode / batched
+// / prefill drivers and the F32 path, over a layout L that says where a row's bytes go and
+// computes groups of sixteen rows:
 //   kType, kBlockBytes (one super-block of one row), kRecordBytes (a prepared column's record per
 //   super-block), kRows (rows whose super-blocks sit together in one unit: 16, or 32 when one
-//   group's unit would not be a whole number of cache lines),
+//   group's unit would not be a whole number of cache lines), kMaxColumns (the widest register
+//   block of columns), kStreams (far-apart groups decode reads side by side: measured per layout),
 //   for_each_piece(r, piece): piece(unit offset, block offset, bytes) for row r (< kRows),
 //   prepare(x, k, out): a column of Q8_K activations as group_kernel reads it,
 //   add_super_blocks<G, C>(w, n_sb, groups, x, x_stride, records, acc): G groups of sixteen rows
@@ -28,11 +30,9 @@ constexpr size_t kQK = 256;
 constexpr size_t kQ8KBytes = 292;     // BlockQ8_K: float d, 256 int8, 16 int16 bsums
 constexpr size_t kQ8KSums = 4 + kQK;  // where its bsums (sums of 16 elements) start
 constexpr size_t kGroupRows = 16;
-constexpr size_t kMaxColumns = 4;
 // Groups a pass of many columns keeps in L2 while every column block runs against them.
 constexpr size_t kGroupsPerPass = 2;
-// Decode reads this many far-apart groups side by side, each prefetched this far ahead.
-constexpr size_t kStreams = 2;
+// Decode prefetches each group's lines this far ahead.
 constexpr size_t kPrefetchBytes = 4096;
 
 template <typename L>
@@ -103,11 +103,12 @@ void group_kernel(const uint8_t* w, size_t n_sb, const size_t (&groups)[G], cons
   }
 }
 
-// Decode: kStreams far-apart groups side by side (their own sequential streams in the
+// Decode: L::kStreams far-apart groups side by side (their own sequential streams in the
 // out-of-order window), then the groups left over one at a time.
 template <typename L>
 void decode(const DotTile& t, size_t n_sb, size_t records) {
   const size_t n_groups = t.n_rows / kGroupRows;
+  constexpr size_t kStreams = L::kStreams;
   const size_t part = n_groups / kStreams;
   for (size_t g = 0; g < part; ++g) {
     size_t groups[kStreams];
@@ -136,7 +137,7 @@ void dot(const DotTile& t) {
   }
   for (size_t g0 = 0; g0 < n_groups; g0 += kGroupsPerPass) {
     const size_t groups = n_groups - g0 < kGroupsPerPass ? n_groups - g0 : kGroupsPerPass;
-    simd::for_column_blocks<kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
+    simd::for_column_blocks<L::kMaxColumns>(t.n_cols, [&]<size_t C>(size_t c) {
       for (size_t g = g0; g < g0 + groups; ++g) {
         const size_t group[1] = {g};
         float* y[1] = {t.y + c * t.y_stride + g * kGroupRows};
