@@ -103,26 +103,40 @@ void group_kernel(const uint8_t* w, size_t n_sb, const size_t (&groups)[G], cons
   }
 }
 
-// Decode: L::kStreams far-apart groups side by side (their own sequential streams in the
-// out-of-order window), then the groups left over one at a time.
-template <typename L>
-void decode(const DotTile& t, size_t n_sb, size_t records) {
-  const size_t n_groups = t.n_rows / kGroupRows;
-  constexpr size_t kStreams = L::kStreams;
-  const size_t part = n_groups / kStreams;
-  for (size_t g = 0; g < part; ++g) {
-    size_t groups[kStreams];
-    float* y[kStreams];
-    for (size_t p = 0; p < kStreams; ++p) {
-      groups[p] = p * part + g;
-      y[p] = t.y + groups[p] * kGroupRows;
-    }
-    group_kernel<L, kStreams, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y, t.y_stride);
+// Decode: L::kStreams far-apart units of L::kRows rows side by side (their own sequential streams
+// in the out-of-order window), then the units left over one at a time. A unit's groups (two where
+// a unit pairs them) run together, so each stream reads its bytes in order: one group at a time
+// read every other half unit, and the Q6_K layout's decode ran at half the speed of the rows as
+// stored out of cache.
+// The groups of kUnits units of L::kRows rows (their indices), one column.
+template <typename L, size_t kUnits>
+void decode_units(const DotTile& t, size_t n_sb, size_t records, const size_t (&units)[kUnits]) {
+  constexpr size_t kUnitGroups = L::kRows / kGroupRows;
+  constexpr size_t kG = kUnits * kUnitGroups;
+  size_t groups[kG];
+  float* y[kG];
+  for (size_t i = 0; i < kG; ++i) {
+    groups[i] = units[i / kUnitGroups] * kUnitGroups + i % kUnitGroups;
+    y[i] = t.y + groups[i] * kGroupRows;
   }
-  for (size_t g = kStreams * part; g < n_groups; ++g) {
-    const size_t groups[1] = {g};
-    float* y[1] = {t.y + g * kGroupRows};
-    group_kernel<L, 1, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y, t.y_stride);
+  group_kernel<L, kG, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y, t.y_stride);
+}
+
+// Not inlined into dot: GCC allocated the two drivers' kernels together and spilled (1157 stack
+// operands in dot<Q6K>).
+template <typename L>
+[[gnu::noinline]] void decode(const DotTile& t, size_t n_sb, size_t records) {
+  constexpr size_t kStreams = L::kStreams;
+  const size_t n_units = t.n_rows / L::kRows;
+  const size_t part = n_units / kStreams;
+  for (size_t u = 0; u < part; ++u) {
+    size_t units[kStreams];
+    for (size_t p = 0; p < kStreams; ++p) units[p] = p * part + u;
+    decode_units<L>(t, n_sb, records, units);
+  }
+  for (size_t u = kStreams * part; u < n_units; ++u) {
+    const size_t units[1] = {u};
+    decode_units<L>(t, n_sb, records, units);
   }
 }
 
