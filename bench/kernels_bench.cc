@@ -97,7 +97,8 @@ std::unique_ptr<BandwidthBuffer> as_backend_holds(const KernelTable& kernels,
                                                   std::unique_ptr<BandwidthBuffer> weights,
                                                   size_t copies, WeightMatrix& w) {
   const InterleavedKernels& ik = kernels.weight(w.type).interleaved;
-  const char* env = std::getenv("SYNAPSE_INTERLEAVE");
+  // Read on the main thread before any benchmark's pool starts.
+  const char* env = std::getenv("SYNAPSE_INTERLEAVE");  // NOLINT(concurrency-mt-unsafe)
   const bool all = env != nullptr && std::string_view(env) == "all";
   if (ik.rows == 0 || w.n_rows % ik.rows != 0 || (w.k < ik.min_k && !all) ||
       (env != nullptr && std::string_view(env) == "0")) {
@@ -129,7 +130,8 @@ void decode(benchmark::State& state, TensorType type, Shape shape, int threads, 
   const KernelTable& kernels = selected_kernels();
   const size_t matrix_bytes = row_bytes(type, shape.k) * shape.rows;
   // SYNAPSE_BENCH_IN_CACHE=1: one copy, to see the kernel's compute bound on small shapes.
-  const bool in_cache = std::getenv("SYNAPSE_BENCH_IN_CACHE") != nullptr;
+  const bool in_cache =
+      std::getenv("SYNAPSE_BENCH_IN_CACHE") != nullptr;  // NOLINT(concurrency-mt-unsafe): as above
   const size_t copies = in_cache ? 1 : (out_of_cache_bytes() + matrix_bytes - 1) / matrix_bytes;
   WeightMatrix w{type, nullptr, row_bytes(type, shape.k), shape.rows, shape.k};
   const auto weights =

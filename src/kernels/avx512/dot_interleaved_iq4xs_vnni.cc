@@ -37,7 +37,7 @@ using namespace interleaved_k;  // NOLINT(google-build-using-namespace): the sha
 
 constexpr size_t kBlockBytes = 136;                 // BlockIQ4_XS
 constexpr size_t kUnit = kGroupRows * kBlockBytes;  // a group's super-block: 2176 bytes
-constexpr size_t kScalesLow = 32 * 64;              // offsets within a unit
+constexpr size_t kScalesLow = size_t{32} * 64;      // offsets within a unit
 constexpr size_t kScalesHigh = kScalesLow + 64;
 constexpr size_t kD = kScalesHigh + 2 * kGroupRows;
 constexpr size_t kRecordBytes = 48;  // per prepared super-block: 8 int32 chain starts, dx, padding

@@ -34,8 +34,8 @@ using namespace interleaved_k;  // NOLINT(google-build-using-namespace): the sha
 
 constexpr size_t kBlockBytes = 144;                 // BlockQ4_K
 constexpr size_t kUnit = kGroupRows * kBlockBytes;  // a group's super-block: 2304 bytes
-constexpr size_t kScales = 32 * 64;                 // offsets within a unit
-constexpr size_t kD = kScales + 3 * 64;
+constexpr size_t kScales = size_t{32} * 64;         // offsets within a unit
+constexpr size_t kD = kScales + size_t{3} * 64;
 constexpr size_t kDmin = kD + 2 * kGroupRows;
 constexpr size_t kRecordBytes = 32;  // per prepared super-block: 4 int16 pairs, dx, padding
 

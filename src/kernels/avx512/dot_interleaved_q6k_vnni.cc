@@ -33,9 +33,9 @@ using namespace interleaved_k;  // NOLINT(google-build-using-namespace): the sha
 
 constexpr size_t kPairRows = 2 * kGroupRows;  // the layout's unit: InterleavedKernels::rows
 constexpr size_t kBlockBytes = 210;           // BlockQ6_K: ql[128], qh[64], scales[16], F16 d
-constexpr size_t kQh = 32 * 64;               // vector offsets within a group's 52 vectors
-constexpr size_t kSc = kQh + 16 * 64;
-constexpr size_t kVectors = kSc + 4 * 64;              // 3328
+constexpr size_t kQh = size_t{32} * 64;       // vector offsets within a group's 52 vectors
+constexpr size_t kSc = kQh + size_t{16} * 64;
+constexpr size_t kVectors = kSc + size_t{4} * 64;      // 3328
 constexpr size_t kD = 2 * kVectors;                    // the pair's d's, after both groups' vectors
 constexpr size_t kPairUnit = kPairRows * kBlockBytes;  // 6720
 // Prefetch distance: twice the other layouts'. A pair unit is 6720 bytes of dense work, and 4096
