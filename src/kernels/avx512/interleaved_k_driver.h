@@ -6,7 +6,7 @@
 //   kType, kBlockBytes (one super-block of one row), kRecordBytes (a prepared column's record per
 //   super-block), kRows (rows whose super-blocks sit together in one unit: 16, or 32 when one
 //   group's unit would not be a whole number of cache lines), kMaxColumns (the widest register
-//   block of columns), kStreams (far-apart groups decode reads side by side: measured per layout),
+//   block of columns), kStreams (far-apart units decode reads side by side: measured per layout),
 //   for_each_piece(r, piece): piece(unit offset, block offset, bytes) for row r (< kRows),
 //   prepare(x, k, out): a column of Q8_K activations as group_kernel reads it,
 //   add_super_blocks<G, C>(w, n_sb, groups, x, x_stride, records, acc): G groups of sixteen rows
@@ -103,11 +103,6 @@ void group_kernel(const uint8_t* w, size_t n_sb, const size_t (&groups)[G], cons
   }
 }
 
-// Decode: L::kStreams far-apart units of L::kRows rows side by side (their own sequential streams
-// in the out-of-order window), then the units left over one at a time. A unit's groups (two where
-// a unit pairs them) run together, so each stream reads its bytes in order: one group at a time
-// read every other half unit, and the Q6_K layout's decode ran at half the speed of the rows as
-// stored out of cache.
 // The groups of kUnits units of L::kRows rows (their indices), one column.
 template <typename L, size_t kUnits>
 void decode_units(const DotTile& t, size_t n_sb, size_t records, const size_t (&units)[kUnits]) {
@@ -122,8 +117,11 @@ void decode_units(const DotTile& t, size_t n_sb, size_t records, const size_t (&
   group_kernel<L, kG, 1>(t.w, n_sb, groups, t.x, t.x_stride, records, y, t.y_stride);
 }
 
-// Not inlined into dot: GCC allocated the two drivers' kernels together and spilled (1157 stack
-// operands in dot<Q6K>).
+// Decode: L::kStreams far-apart units of L::kRows rows side by side (their own sequential streams
+// in the out-of-order window), then the units left over one at a time. A unit's groups (two where
+// a unit pairs them) run together, so each stream reads its bytes in order (one group at a time
+// read every other half of Q6_K's pair units). Not inlined into dot: GCC allocated the two
+// drivers' kernels together and spilled (1157 stack operands in dot<Q6K>).
 template <typename L>
 [[gnu::noinline]] void decode(const DotTile& t, size_t n_sb, size_t records) {
   constexpr size_t kStreams = L::kStreams;
