@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A matrix the backend keeps a copy of (the CPU's rearranged rows) leaves none of its mapped
-// pages resident once the model is loaded (model/plan.cc, release_copied): otherwise the file's
-// pages, read once to make the copy, stay in the process beside it and the weights count twice.
+// pages resident once the model is loaded (model/plan.cc's matrix_of calls
+// MappedFile::release_pages_within): otherwise the file's pages, read once to make the copy, stay
+// in the process beside it and the weights count twice.
 // Residency is read from /proc/self/pagemap (testing::resident_pages).
 #include <gtest/gtest.h>
 

@@ -45,12 +45,12 @@ constexpr size_t kDx = 32;           // dx's offset in a record
 constexpr int kLevelOffset = 128;    // iq4_levels_table() = kIq4Values + 128
 
 // The six-bit scales minus 32 of sub-block s, one int32 per lane, from the unit's scales_l (as
-// loaded) and scales_h (zero-extended to int32 lanes): low nibble at bit 4s of scales_l, high
-// bits at 2s..2s+1 of scales_h.
+// loaded: the low nibble at bit 4s) and scales_h zero-extended to int32 lanes and shifted left by
+// 4 once per unit (`high`: the high bits at 4 + 2s..5 + 2s).
 inline __m512i sub_block_scale(__m512i low, __m512i high, unsigned s) {
   const __m512i low_bits = _mm512_and_si512(_mm512_srli_epi32(low, 4 * s), _mm512_set1_epi32(0x0F));
-  const __m512i high_bits = _mm512_and_si512(_mm512_srli_epi32(_mm512_slli_epi32(high, 4), 2 * s),
-                                             _mm512_set1_epi32(0x30));
+  const __m512i high_bits =
+      _mm512_and_si512(_mm512_srli_epi32(high, 2 * s), _mm512_set1_epi32(0x30));
   return _mm512_sub_epi32(_mm512_or_si512(low_bits, high_bits), _mm512_set1_epi32(32));
 }
 
@@ -97,7 +97,7 @@ struct IQ4XS {
 
   // G groups (group i's units at w + (groups[i] * n_sb + sb) * kUnit) x C columns over all
   // super-blocks, added to acc. Each (row, column)'s arithmetic is the same whatever G and C; the
-  // groups' work is interleaved load by load so decode's far-apart streams are read side by side.
+  // groups' work (G > 1) is interleaved load by load, so far-apart streams are read side by side.
   template <size_t G, size_t C>
   static void add_super_blocks(const uint8_t* w, size_t n_sb, const size_t (&groups)[G],
                                const uint8_t* x, size_t x_stride, size_t records,
@@ -115,8 +115,9 @@ struct IQ4XS {
         _mm_prefetch(reinterpret_cast<const char*>(unit[i] + kPrefetchBytes + kScalesHigh),
                      _MM_HINT_T0);
         low[i] = _mm512_loadu_si512(unit[i] + kScalesLow);
-        high[i] = _mm512_cvtepu16_epi32(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit[i] + kScalesHigh)));
+        high[i] = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
+                                        reinterpret_cast<const __m256i*>(unit[i] + kScalesHigh))),
+                                    4);
 #pragma GCC unroll 8
         for (size_t c = 0; c < C; ++c) scaled[i][c] = _mm512_setzero_si512();
       }
