@@ -4,8 +4,8 @@
 // saturate: at most 31 * 127 * 2 < 2^15, and 128 * 127 * 2 for Q8_0 through the sign trick); blocks
 // are scaled and accumulated in float lanes, eight per (row, column), one block after another.
 // Decode reads four far-apart rows as prefetched streams (rows_kernel); batched columns run in
-// 3 x 4 register tiles (block_kernel; a remainder of 3 or 2 columns in 4 x 3 or 6 x 2, a last
-// single column as a decode stream); prefill unpacks a tile's rows once (tile). All three do
+// register tiles (block_kernel; rows x columns per width from tile_rows, a last single column
+// as a decode stream); prefill unpacks a tile's rows once (tile). All three do
 // each (row, column)'s arithmetic in the same order, so a result never depends on the route,
 // the batch or the threads.
 //
@@ -36,10 +36,23 @@ constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
 // per load was also tried and measured no gain).
 constexpr size_t kStreams = 4;
 constexpr size_t kPrefetchBytes = 2048;
-// Register tile of batched columns.
-constexpr size_t kTileRows = 3;
+// Register tiles of batched columns: rows x columns per width, four columns at a time, then a
+// remainder of three or two. AVX2 has sixteen vector registers, and a tile holds rows x columns
+// accumulators, the columns' activations (and, for the types whose zero is an offset level, the
+// columns' offset sums), the row's levels and two temporaries. The signed types (Q8_0, IQ4_NL:
+// |w| and w both live) run 2 x 4, 3 x 3 and 4 x 2: 3 x 4 left five accumulators on the stack,
+// each block a load-add-store chain through memory (kernels_bench BatchedDecode, SYNAPSE_ISA=avx2
+// on Zen 5: 8 columns of 896 x 4864 ~15% faster, of the 896 x 151936 head ~15%). The unsigned
+// types measured faster with more rows per tile at four and three columns (their spills sit in
+// the column operands, read once per block), and faster at 4 x 2 than 6 x 2 at two.
 constexpr size_t kTileCols = 4;
-// Rows a prefill tile unpacks at once (a multiple of kTileRows): 24 rows of k = 4864 unpack
+template <typename W>
+constexpr size_t tile_rows(size_t columns) {
+  if (columns == 2) return 4;
+  if (columns == 3) return W::kSigned ? 3 : 4;
+  return W::kSigned ? 2 : 3;
+}
+// Rows a prefill tile unpacks at once (a multiple of every tile's rows): 24 rows of k = 4864 unpack
 // to 146 KiB, which stays in L2 while the columns stream past.
 constexpr size_t kRowsPerTile = 24;
 // Blocks whose scales are converted and multiplied by the activations' scales together: eight
@@ -411,7 +424,7 @@ void rows_kernel(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, flo
 }
 
 // Covers rows [0, n_rows) of columns [c, c + C) with R x C register tiles, then single rows for
-// what is left (run_tiles picks kTileRows x kTileCols, then narrower column blocks). Every register
+// what is left (run_tiles picks the tiles, tile_rows). Every register
 // tile does each (row, column)'s arithmetic in the same order, so the tiling never changes a
 // result.
 template <typename L, size_t R, size_t C>
@@ -446,14 +459,14 @@ void stream_column(const DotTile& t, size_t c, size_t n_blocks) {
       });
 }
 
-// Columns in groups of four (3 x 4 tiles); a remainder of three or two columns gets a tile of
-// its own width (4 x 3, 6 x 2: twelve accumulators each, like 3 x 4) and a last single column
-// the decode streams. Batched decode steps have any column count -- 3, 5, 7 sequences -- and a
-// remainder run one row at a time measured a quarter of the step's time at three columns.
-// The rows go kRowsPerTile at a time through every column group, so the groups after the first
-// read them from L2 rather than fetching a whole task's rows (hundreds of rows of 4864
-// elements, more than L2) again for every four columns. (On the Zen 3 this was written on, the
-// difference at 8 and 16 columns was within the run-to-run noise: the tiles are compute-bound.)
+// Columns in groups of four; a remainder of three or two columns gets a tile of its own width
+// (tile_rows) and a last single column the decode streams. Batched decode steps have any column
+// count -- 3, 5, 7 sequences -- and a remainder run one row at a time measured a quarter of the
+// step's time at three columns. The rows go kRowsPerTile at a time through every column group, so
+// the groups after the first read them from L2 rather than fetching a whole task's rows (hundreds
+// of rows of 4864 elements, more than L2) again for every four columns. (On the Zen 3 this was
+// written on, the difference at 8 and 16 columns was within the run-to-run noise: the tiles are
+// compute-bound.)
 template <typename L>
 void run_tiles(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
@@ -463,14 +476,15 @@ void run_tiles(const DotTile& t) {
     rows.n_rows = t.n_rows - r0 < kRowsPerTile ? t.n_rows - r0 : kRowsPerTile;
     rows.y = t.y + r0;
     size_t c = 0;
+    using W = typename L::Type;
     for (; c + kTileCols <= t.n_cols; c += kTileCols)
-      cover_rows<L, kTileRows, kTileCols>(rows, c, n_blocks);
+      cover_rows<L, tile_rows<W>(kTileCols), kTileCols>(rows, c, n_blocks);
     switch (t.n_cols - c) {
       case 3:
-        cover_rows<L, 4, 3>(rows, c, n_blocks);
+        cover_rows<L, tile_rows<W>(3), 3>(rows, c, n_blocks);
         break;
       case 2:
-        cover_rows<L, 6, 2>(rows, c, n_blocks);
+        cover_rows<L, tile_rows<W>(2), 2>(rows, c, n_blocks);
         break;
       case 1:
         stream_column<L>(rows, c, n_blocks);
