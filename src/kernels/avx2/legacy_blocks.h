@@ -42,7 +42,7 @@ constexpr size_t kPrefetchBytes = 2048;
 // columns' offset sums), the row's levels and two temporaries. The signed types (Q8_0, IQ4_NL:
 // |w| and w both live) run 2 x 4, 3 x 3 and 4 x 2: 3 x 4 left five accumulators on the stack,
 // each block a load-add-store chain through memory (kernels_bench BatchedDecode, SYNAPSE_ISA=avx2
-// on Zen 5: 8 columns of 896 x 4864 ~15% faster, of the 896 x 151936 head ~15%). The unsigned
+// on Zen 5: 8 columns of 896 x 4864 and of the 896 x 151936 head 15-20% faster). The unsigned
 // types measured faster with more rows per tile at four and three columns (their spills sit in
 // the column operands, read once per block), and faster at 4 x 2 than 6 x 2 at two.
 constexpr size_t kTileCols = 4;
@@ -52,9 +52,14 @@ constexpr size_t tile_rows(size_t columns) {
   if (columns == 3) return W::kSigned ? 3 : 4;
   return W::kSigned ? 2 : 3;
 }
-// Rows a prefill tile unpacks at once (a multiple of every tile's rows): 24 rows of k = 4864 unpack
-// to 146 KiB, which stays in L2 while the columns stream past.
+// Rows a prefill tile unpacks at once (a multiple of every tile's rows, so no row runs alone):
+// 24 rows of k = 4864 unpack to 146 KiB, which stays in L2 while the columns stream past.
 constexpr size_t kRowsPerTile = 24;
+template <typename W>
+constexpr bool tiles_divide_rows_per_tile() {
+  return kRowsPerTile % tile_rows<W>(4) == 0 && kRowsPerTile % tile_rows<W>(3) == 0 &&
+         kRowsPerTile % tile_rows<W>(2) == 0;
+}
 // Blocks whose scales are converted and multiplied by the activations' scales together: eight
 // F16 scales are one vcvtph2ps and eight products one vmulps, where one block at a time costs
 // a conversion, a multiply and a broadcast per (row, column, block).
@@ -424,9 +429,8 @@ void rows_kernel(const uint8_t* const* w, const uint8_t* x, size_t n_blocks, flo
 }
 
 // Covers rows [0, n_rows) of columns [c, c + C) with R x C register tiles, then single rows for
-// what is left (run_tiles picks the tiles, tile_rows). Every register
-// tile does each (row, column)'s arithmetic in the same order, so the tiling never changes a
-// result.
+// what is left (run_tiles picks the tiles: tile_rows). Every register tile does each (row,
+// column)'s arithmetic in the same order, so the tiling never changes a result.
 template <typename L, size_t R, size_t C>
 void cover_rows(const DotTile& t, size_t c, size_t n_blocks) {
   const uint8_t* x = t.x + c * t.x_stride;
@@ -469,6 +473,8 @@ void stream_column(const DotTile& t, size_t c, size_t n_blocks) {
 // compute-bound.)
 template <typename L>
 void run_tiles(const DotTile& t) {
+  using W = typename L::Type;
+  static_assert(tiles_divide_rows_per_tile<W>(), "a tile's rows must divide kRowsPerTile");
   const size_t n_blocks = t.k / kQK;
   for (size_t r0 = 0; r0 < t.n_rows; r0 += kRowsPerTile) {
     DotTile rows = t;
@@ -476,7 +482,6 @@ void run_tiles(const DotTile& t) {
     rows.n_rows = t.n_rows - r0 < kRowsPerTile ? t.n_rows - r0 : kRowsPerTile;
     rows.y = t.y + r0;
     size_t c = 0;
-    using W = typename L::Type;
     for (; c + kTileCols <= t.n_cols; c += kTileCols)
       cover_rows<L, tile_rows<W>(kTileCols), kTileCols>(rows, c, n_blocks);
     switch (t.n_cols - c) {
