@@ -90,9 +90,8 @@ struct InterleavedKernels {
   size_t min_k;
   // What a product over the rearranged rows equals bit for bit, on every route.
   enum class Bits {
-    kReference,   // the scalar reference's product
-    kStoredRows,  // this level's own product over the rows as stored
-    kFmaChain,    // per row, acc = fma(w[i], x[i], acc) for i in order from acc = 0 (F32 x)
+    kReference,  // the scalar reference's product
+    kFmaChain,   // per row, acc = fma(w[i], x[i], acc) for i in order from acc = 0 (F32 x)
   };
   Bits bits;
   // Rearranges n_rows rows (a multiple of `rows`; row r at w + r * row_stride) into `out`.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -235,12 +236,11 @@ TEST(Matmul, GroupEqualsSeparateProducts) {
 
 // Interleaved weights (InterleavedKernels): on every table that rearranges a type, the product
 // over the rearranged rows equals, bit for bit on every route, column count and thread count,
-// the reference table's product over the rows as stored where the layout says `exact` (the
-// interleaved Q8_0 kernel does the reference's steps in the reference's order; see
-// kernels/avx2/dot_interleaved.cc), else the same table's product over the stored rows (the
-// grouped scales of kernels/avx2/dot_grouped.cc). The F32 path equals the same table's F32 path
-// over the stored rows; an embedding row is the dequantized stored row. A table that reorders a
-// block sum, misplaces a row, a scale or a Q5 fifth bit fails here.
+// what the layout's `bits` names: the reference table's product over the rows as stored (the
+// interleaved quantized kernels do the reference's steps in the reference's order; see
+// kernels/avx2/dot_interleaved.cc), or each row's FMA chain (the float types). The F32 path equals
+// the same table's F32 path over the stored rows; an embedding row is the dequantized stored row. A
+// table that reorders a block sum, misplaces a row, a scale or a Q5 fifth bit fails here.
 TEST(Matmul, RearrangedWeightsEqualTheStoredRowsBitForBit) {
   const size_t rows = 96, max_cols = 21;
   size_t checked = 0;
@@ -257,10 +257,21 @@ TEST(Matmul, RearrangedWeightsEqualTheStoredRowsBitForBit) {
         const auto col = wave(k, 5.0f + 2.1f * static_cast<float>(c));
         x.insert(x.end(), col.begin(), col.end());
       }
+      // The first block of every column constant: quantized, all 32 activations are 127.
+      for (size_t c = 0; c < max_cols; ++c) std::fill_n(x.data() + c * k, 32, 0.5f);
       Quantized q(type, rows, k);
       // Hostile-looking but legal levels: -128 in the first block of every row.
       for (size_t r = 0; r < rows && type == TensorType::kQ8_0; ++r) {
         reinterpret_cast<uint8_t*>(q.words.data())[r * q.stride + 2 + r % 32] = 0x80;
+      }
+      // The four- and five-bit types' largest level everywhere in the first block of every
+      // row (all payload bits set): against those activations, the largest sums a block makes.
+      const size_t head = type == TensorType::kQ4_1 || type == TensorType::kQ5_1 ? 4 : 2;
+      const bool max_levels = type == TensorType::kQ4_0 || type == TensorType::kQ4_1 ||
+                              type == TensorType::kQ5_0 || type == TensorType::kQ5_1;
+      for (size_t r = 0; r < rows && max_levels; ++r) {
+        uint8_t* block = reinterpret_cast<uint8_t*>(q.words.data()) + r * q.stride;
+        std::fill(block + head, block + row_bytes(type, 32), uint8_t{0xFF});
       }
       const WeightMatrix stored{type, q.data(), q.stride, rows, k, false};
       std::vector<uint8_t> rearranged(rows * q.stride);
@@ -275,12 +286,10 @@ TEST(Matmul, RearrangedWeightsEqualTheStoredRowsBitForBit) {
                route);
         return y;
       };
-      const std::vector<float> want =
-          ik.bits == InterleavedKernels::Bits::kFmaChain
-              ? fma_chains(q, rows, k, x, max_cols)
-              : product(ik.bits == InterleavedKernels::Bits::kReference ? reference_kernels()
-                                                                        : *kernels,
-                        stored, 0, max_cols, 1, DotPath::kQuantized, MatmulRoute::kStream);
+      const std::vector<float> want = ik.bits == InterleavedKernels::Bits::kFmaChain
+                                          ? fma_chains(q, rows, k, x, max_cols)
+                                          : product(reference_kernels(), stored, 0, max_cols, 1,
+                                                    DotPath::kQuantized, MatmulRoute::kStream);
       for (MatmulRoute route : {MatmulRoute::kAuto, MatmulRoute::kStream, MatmulRoute::kTiled}) {
         for (size_t n_cols :
              {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{7}, size_t{16}, max_cols}) {

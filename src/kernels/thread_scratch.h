@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scratch memory of the calling thread, for kernels that need more than their caller hands them
-// (the AVX2 grouped rows' prefill tiles). Compiled without ISA flags: an ISA translation unit
-// that kept its own std::vector would emit weak symbols (see check_isa_symbols.cmake).
+// (the interleaved layouts' rows restored to their stored order). Compiled without ISA flags: an
+// ISA translation unit that kept its own std::vector would emit weak symbols (see
+// check_isa_symbols.cmake).
 #pragma once
 
 #include <cstddef>

@@ -10,11 +10,10 @@
 // the batch or the threads.
 //
 // The AVX2 kernels of the 32-element block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) against
-// Q8_0 activations, shared by the rows as stored (dot_legacy.cc) and the rows with their scales
-// grouped (dot_grouped.cc): the block types' accessors, the decode streams (rows_kernel), the
-// register tiles of batched columns (block_kernel, run_tiles) and prefill's unpacked rows
-// (Unpacked, tile). Internal linkage, like simd_avx2.h: no copy compiled with ISA flags can be
-// picked by the linker for other code.
+// Q8_0 activations over the rows as stored (dot_legacy.cc): the block types' accessors, the
+// decode streams (rows_kernel), the register tiles of batched columns (block_kernel, run_tiles)
+// and prefill's unpacked rows (Unpacked, tile). Internal linkage, like simd_avx2.h: no copy
+// compiled with ISA flags can be picked by the linker for other code.
 #pragma once
 
 #include <cstring>
@@ -69,8 +68,7 @@ constexpr size_t kGroup = 8;
 // then for the types with a min its F16 offset value), the level that represents zero
 // (kOffset), and the unsigned levels of the bytes after the header (the payload) as 32 bytes in
 // element order. Q8_0 and IQ4_NL weights are signed: |w| is the unsigned operand and the
-// activation takes w's sign. The Q5 types' grouped_levels read the payload as the grouped layout
-// stores it (dot_grouped.cc: the fifth bits in another order).
+// activation takes w's sign.
 struct Q8_0 {
   static constexpr size_t kBytes = 34;
   static constexpr size_t kHeader = 2;
@@ -96,24 +94,11 @@ struct Q4_1 {
   static __m256i levels(const uint8_t* p) { return unpack_nibbles_16(p); }
 };
 
-// Q5's fifth bits as 0x10 in the bytes of the elements that have it. As stored, bit j of the
-// 32-bit qh is element j's: each byte needs its own bit picked out (a byte shuffle, a test and
-// a mask). Grouped, bit 8q + d holds element 4d + q's, so byte q of every 32-bit lane d finds
-// its bit at the same place: lanes 0-3 shift it up by four, then one AND keeps bit 4 + d of
-// lanes 0-3 and bit d of lanes 4-7 (always 16 or more when set), and an unsigned min makes it 16.
+// Q5's fifth bits as 0x10 in the bytes of the elements that have it: bit j of the 32-bit qh is
+// element j's, so each byte needs its own bit picked out (a byte shuffle, a test and a mask).
 inline __m256i q5_high_bits(const uint8_t* qh) {
   return _mm256_and_si256(expand_bits_32(load_u32(qh)), _mm256_set1_epi8(0x10));
 }
-inline __m256i q5_grouped_high_bits(const uint8_t* qh) {
-  const __m256i s = _mm256_set1_epi32(static_cast<int32_t>(load_u32(qh)));
-  const __m256i up = _mm256_sllv_epi32(s, _mm256_setr_epi32(4, 4, 4, 4, 0, 0, 0, 0));
-  const __m256i bit = _mm256_and_si256(
-      up, _mm256_setr_epi32(0x10101010, 0x20202020, 0x40404040, static_cast<int32_t>(0x80808080u),
-                            0x10101010, 0x20202020, 0x40404040, static_cast<int32_t>(0x80808080u)));
-  return _mm256_min_epu8(bit, _mm256_set1_epi8(0x10));
-}
-// The grouped position of element e's fifth bit (bit e as stored).
-constexpr uint32_t q5_grouped_bit(uint32_t e) { return 8 * (e % 4) + e / 4; }
 
 struct Q5_0 {
   static constexpr size_t kBytes = 22;
@@ -124,9 +109,6 @@ struct Q5_0 {
   static __m256i levels(const uint8_t* p) {
     return _mm256_or_si256(unpack_nibbles_16(p + 4), q5_high_bits(p));
   }
-  static __m256i grouped_levels(const uint8_t* p) {
-    return _mm256_or_si256(unpack_nibbles_16(p + 4), q5_grouped_high_bits(p));
-  }
 };
 struct Q5_1 {
   static constexpr size_t kBytes = 24;
@@ -135,7 +117,6 @@ struct Q5_1 {
   static constexpr bool kHasMin = true;
   static constexpr bool kSigned = false;
   static __m256i levels(const uint8_t* p) { return Q5_0::levels(p); }
-  static __m256i grouped_levels(const uint8_t* p) { return Q5_0::grouped_levels(p); }
 };
 
 // IQ4_NL: the nibbles index a table of sixteen signed values (vpshufb looks them up in each
@@ -200,28 +181,6 @@ struct StoredRows {
     return row + (b0 + j) * W::kBytes + W::kHeader;
   }
   static __m256i levels(const uint8_t* payload) { return W::levels(payload); }
-};
-
-// Rows with their scales grouped (dot_grouped.cc): a group of m blocks is the m F16 scales,
-// then the m F16 mins (types with a min), then the m payloads -- the group's own bytes.
-template <typename W>
-struct GroupedRows {
-  using Type = W;
-  static constexpr bool kGroupedScales = true;
-  static constexpr size_t kPayload = W::kBytes - W::kHeader;
-  // A whole group's header is 16 bytes (kGroup F16), and even a one-block group is at least
-  // 18 bytes: the 16-byte loads stay inside the group.
-  static __m256 scales(const uint8_t* row, size_t b0, size_t /*m*/) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b0 * W::kBytes)));
-  }
-  static __m256 mins(const uint8_t* row, size_t b0, size_t m) {
-    return _mm256_cvtph_ps(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b0 * W::kBytes + 2 * m)));
-  }
-  static const uint8_t* payload(const uint8_t* row, size_t b0, size_t m, size_t j) {
-    return row + b0 * W::kBytes + m * W::kHeader + j * kPayload;
-  }
-  static __m256i levels(const uint8_t* payload) { return W::grouped_levels(payload); }
 };
 
 // Prefill's unpacked rows (tile): a group of m blocks is m float scales, m float mins and the

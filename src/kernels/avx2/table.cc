@@ -7,12 +7,13 @@ namespace synapse::avx2 {
 void fill_table(KernelTable& table) {
   fill_legacy_dots(table);
   fill_interleaved_dots(table);
-  fill_grouped_dots(table);
   fill_k_dots(table);
   fill_float_dots(table);
   fill_quantizers(table);
   fill_ops(table);
   fill_attention(table);
+  // Last: it keeps the stored rows' dot_f32 (fill_float_dots) for its own F32 path.
+  fill_interleaved_nibble_dots(table);
 }
 
 }  // namespace synapse::avx2
