@@ -92,8 +92,7 @@ std::unique_ptr<BandwidthBuffer> make_weights(TensorType type, size_t k, size_t 
 }
 
 // The weights as the CPU backend holds them: interleaved where the kernel level interleaves the
-// type (CpuBackend::prepare_matrix; SYNAPSE_INTERLEAVE=0 keeps the rows as stored there and here,
-// =all interleaves short rows too).
+// type (CpuBackend::prepare_matrix; SYNAPSE_INTERLEAVE=0 keeps the rows as stored there and here).
 // `w` describes the first copy; the caller moves w.data from copy to copy.
 std::unique_ptr<BandwidthBuffer> as_backend_holds(const KernelTable& kernels,
                                                   std::unique_ptr<BandwidthBuffer> weights,
@@ -101,9 +100,7 @@ std::unique_ptr<BandwidthBuffer> as_backend_holds(const KernelTable& kernels,
   const InterleavedKernels& ik = kernels.weight(w.type).interleaved;
   // Nothing in this program sets the environment, so reading it cannot race.
   const char* env = std::getenv("SYNAPSE_INTERLEAVE");  // NOLINT(concurrency-mt-unsafe)
-  const bool all = env != nullptr && std::string_view(env) == "all";
-  if (ik.rows == 0 || w.n_rows % ik.rows != 0 || (w.k < ik.min_k && !all) ||
-      (env != nullptr && std::string_view(env) == "0")) {
+  if (ik.rows == 0 || w.n_rows % ik.rows != 0 || (env != nullptr && std::string_view(env) == "0")) {
     w.data = weights->data();
     return weights;
   }

@@ -36,7 +36,6 @@ CpuBackend::CpuBackend(const KernelTable& kernels, ThreadPool& pool)
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read once, while the backend is built
   const char* interleave = std::getenv("SYNAPSE_INTERLEAVE");
   interleave_ = interleave == nullptr || std::string_view(interleave) != "0";
-  interleave_short_rows_ = interleave != nullptr && std::string_view(interleave) == "all";
 }
 
 bool CpuBackend::supports(BackendOp op, TensorType type) const {
@@ -120,8 +119,7 @@ Result<WeightMatrix> CpuBackend::prepare_matrix(TensorType type, const uint8_t* 
                                                 size_t row_stride, size_t n_rows, size_t k) {
   const WeightMatrix as_stored{type, data, row_stride, n_rows, k, false};
   const InterleavedKernels& ik = kernels_.weight(type).interleaved;
-  if (!interleave_ || ik.rows == 0 || n_rows == 0 || n_rows % ik.rows != 0 ||
-      (k < ik.min_k && !interleave_short_rows_)) {
+  if (!interleave_ || ik.rows == 0 || n_rows == 0 || n_rows % ik.rows != 0) {
     return as_stored;
   }
   const auto key = std::make_pair(data, type);

@@ -90,10 +90,8 @@ class CpuBackend final : public Backend {
   std::vector<std::unique_ptr<float[]>> converted_vectors_;
   // Weights rearranged for the kernel level (InterleavedKernels), made at load, one per
   // distinct matrix (a tied embedding and output head share theirs). SYNAPSE_INTERLEAVE=0
-  // turns interleaving off (to compare the two layouts); =all interleaves rows shorter than the
-  // level's min_k too (faster prefill and batched decode, slower single-stream decode).
+  // turns interleaving off (to compare the two layouts).
   bool interleave_;
-  bool interleave_short_rows_;
   std::vector<BackendBuffer> interleaved_buffers_;
   std::map<std::pair<const uint8_t*, TensorType>, WeightMatrix> interleaved_;
 };

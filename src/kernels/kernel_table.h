@@ -85,9 +85,6 @@ struct MatmulKernel {
 // depends on the route or the batch. `rows` == 0: the level keeps the type's rows as stored.
 struct InterleavedKernels {
   size_t rows;
-  // Matrices with shorter rows stay as stored (the layout pays for long rows only; see the
-  // level's file for the measurement).
-  size_t min_k;
   // What a product over the rearranged rows equals bit for bit, on every route.
   enum class Bits {
     kReference,  // the scalar reference's product

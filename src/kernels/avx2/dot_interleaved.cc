@@ -9,13 +9,15 @@
 // multiply-pipe ops are the bound). Measured in a micro-benchmark before this file was written:
 // 0.71 -> 0.53 ns per (row, column, block) at 3.2 GHz.
 //
-// Layout of a group of eight rows (the bytes of the eight rows, 272 per block): first the
-// levels, 256 bytes per block -- for each four-element slice s = 0..7 of the block the eight
-// rows' four int8 values of that slice (32 bytes, lane l = row l) -- then the scales, eight F16
-// per block. A column's four activation bytes of slice s are broadcast to all lanes, so lane l
-// multiplies row l's slice. Levels apart from the scales keep every 32-byte load inside a cache
-// line (272-byte blocks with their scales in front split a quarter of them; runs of four blocks
-// with their scales in front measured ~25% slower in cache).
+// Layout of a group of eight rows (the bytes of the eight rows, 272 per block), in runs of four
+// blocks (interleaved_runs.h): the run's levels, 256 bytes per block -- for each four-element
+// slice s = 0..7 of the block the eight rows' four int8 values of that slice (32 bytes, lane l =
+// row l) -- then its scales, eight F16 per block. A column's four activation bytes of slice s
+// are broadcast to all lanes, so lane l multiplies row l's slice. A run is 1088 bytes, seventeen
+// cache lines, so no 32-byte load of levels splits a line (272-byte blocks with their scales in
+// front split a quarter of them), and in cache the runs measured level with the group's scales
+// kept apart after all its levels (kernels_bench, SYNAPSE_BENCH_IN_CACHE=1, 4864 x 896: 65.6
+// against 67.0 us one thread, prefill 13.9 against 14.1 ms).
 //
 // Arithmetic: per (row, column) and block, the exact integer sum of the 32 products, then
 // block = float(sum) * (dw * dx) and acc = acc + block, blocks in order -- the reference's
@@ -24,6 +26,7 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2_internal.h"
+#include "kernels/avx2/interleaved_runs.h"
 #include "kernels/avx2/simd_avx2.h"
 
 namespace synapse::avx2 {
@@ -40,31 +43,33 @@ constexpr size_t kLevelBytes = kGroupRows * kQK;  // 256 per block
 // Rows a pass of many columns keeps in L2 (24 rows of k = 4864 are 124 KiB) while every column
 // group runs against them, so the weights come from memory once per call.
 constexpr size_t kGroupsPerPass = 3;
-// Rows shorter than this stay as stored. Decode out of cache (Zen 3, quiet host, medians of
-// alternating runs, weight GB/s with 1 / 2 threads): 4864-element rows 14.5 / 20.7 interleaved
-// against 15.3 / 22.4 as stored (-5 to -8%), 896-element rows 12.3 / 17.5 against 17.3 / 20.9
-// (-16 to -29%), although in cache the interleaved decode is the faster one at both lengths
-// (~1.4x): the stored rows' four far-apart row streams overlap memory better, for reasons not
-// found yet. Prefill and batched decode are 1.4-1.5x faster interleaved at both lengths. On the
-// 0.5B shape (SYNAPSE_INTERLEAVE unset / =all / =0): pp512 176 / 222 / 136 tokens/s, tg128
-// 36.9 / 35.7 / 41.3 (tg within this host's noise of each other at the first setting: only the
-// down projection, a fifth of the bytes a token reads, is interleaved).
-constexpr size_t kMinK = 2048;
+// Every row length. Zen 3 (stop 38) measured the 896-element rows' decode out of cache 16-29%
+// slower interleaved than as stored, with the layout then (all of a group's scales after all its
+// levels: a second stream per group), so only rows of 2048+ elements were interleaved. In runs
+// (interleaved_runs.h), on the SYNAPSE_ISA=avx2 stand-in (Zen 5), kernels_bench's Matvec of the
+// 896 x 4864 and 896 x 151936 matrices reads level with the stored rows (medians of 5 rounds,
+// 2 threads: 97.6 against 131 us, 3541 against 3421 us; 1 thread 148 / 136 us, 4417 / 4226 us),
+// while batched decode is 1.5-2.2x faster and the 0.5B shape's pp512 +30-40%.
 // Decode streams and the prefetch distance of each (a group's block is 272 bytes, ~4.25 cache
-// lines); without the prefetch the decode of the 896 x 151936 head measured ~40% slower.
-constexpr size_t kStreams = 4;
-constexpr size_t kPrefetchBytes = 1024;
+// lines); without the prefetch the decode of the 896 x 151936 head measured ~40% slower on Zen 3
+// (the layout then). On the stand-in two streams read faster than four (three alternating
+// rounds, 2 threads: 896 x 4864 108-121 against 145-164 us).
+constexpr size_t kStreams = 2;
+constexpr size_t kPrefetchBytes = 2048;
+
+using Run = RunAt<kLevelBytes, kScaleBytes>;
 
 void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out) {
   const size_t n_blocks = k / kQK;
   for (size_t g = 0; g < n_rows / kGroupRows; ++g) {
+    uint8_t* group = out + g * n_blocks * (kLevelBytes + kScaleBytes);
     for (size_t b = 0; b < n_blocks; ++b) {
-      uint8_t* group = out + g * n_blocks * (kLevelBytes + kScaleBytes);
+      const Run at(b, n_blocks);
       for (size_t lane = 0; lane < kGroupRows; ++lane) {
         const uint8_t* block = w + (g * kGroupRows + lane) * row_stride + b * kQ8Bytes;
-        std::memcpy(group + n_blocks * kLevelBytes + b * kScaleBytes + 2 * lane, block, 2);
+        std::memcpy(group + at.scales + 2 * lane, block, 2);
         for (size_t s = 0; s < kSlices; ++s) {
-          std::memcpy(group + b * kLevelBytes + s * 32 + 4 * lane, block + 2 + 4 * s, 4);
+          std::memcpy(group + at.levels + s * 32 + 4 * lane, block + 2 + 4 * s, 4);
         }
       }
     }
@@ -75,11 +80,11 @@ void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, ui
 void dequantize_blocks(const uint8_t* group, size_t group_blocks, size_t lane, size_t b0,
                        size_t n_blocks, float* y) {
   for (size_t b = b0; b < b0 + n_blocks; ++b, y += kQK) {
-    const float d =
-        f16_to_f32(load_u16(group + group_blocks * kLevelBytes + b * kScaleBytes + 2 * lane));
+    const Run at(b, group_blocks);
+    const float d = f16_to_f32(load_u16(group + at.scales + 2 * lane));
     for (size_t s = 0; s < kSlices; ++s) {
       for (size_t j = 0; j < 4; ++j) {
-        const auto q = static_cast<int8_t>(group[b * kLevelBytes + s * 32 + 4 * lane + j]);
+        const auto q = static_cast<int8_t>(group[at.levels + s * 32 + 4 * lane + j]);
         y[4 * s + j] = static_cast<float>(q) * d;
       }
     }
@@ -111,47 +116,52 @@ void group_kernel(const uint8_t* w, size_t group_stride, const uint8_t* x, size_
     for (size_t c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
   }
   const __m256i ones16 = _mm256_set1_epi16(1);
-  for (size_t b = 0; b < n_blocks; ++b) {
-    __m256i sums[G][C];
+  for (size_t b0 = 0; b0 < n_blocks; b0 += kRunBlocks) {
+    const Run run(b0, n_blocks);
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
-      const uint8_t* levels = w + i * group_stride + b * kLevelBytes;
-#pragma GCC unroll 8
-      for (size_t line = 0; line < kLevelBytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(levels + kPrefetchBytes + line), _MM_HINT_T0);
+#pragma GCC unroll 32
+      for (size_t line = 0; line < Run::kRunBytes; line += 64) {
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w + i * group_stride + run.run + kPrefetchBytes + line),
+            _MM_HINT_T0);
       }
-      if (b % 4 == 0) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + i * group_stride + n_blocks * kLevelBytes +
-                                                   b * kScaleBytes + kPrefetchBytes / 16),
-                     _MM_HINT_T0);
-      }
-#pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) sums[i][c] = _mm256_setzero_si256();
     }
-#pragma GCC unroll 8
-    for (size_t s = 0; s < kSlices; ++s) {
+    for (size_t b = b0; b < b0 + run.run_blocks; ++b) {
+      const size_t levels = run.run + (b - b0) * kLevelBytes;
+      const size_t scales = run.run + run.run_blocks * kLevelBytes + (b - b0) * kScaleBytes;
+      __m256i sums[G][C];
 #pragma GCC unroll 8
       for (size_t i = 0; i < G; ++i) {
-        const __m256i q = load_256(w + i * group_stride + b * kLevelBytes + 32 * s);
-        const __m256i q_abs = _mm256_abs_epi8(q);
 #pragma GCC unroll 8
-        for (size_t c = 0; c < C; ++c) {
-          const __m256i xs =
-              _mm256_sign_epi8(broadcast_slice(x + c * x_stride + b * kQ8Bytes, s), q);
-          sums[i][c] = _mm256_add_epi32(sums[i][c],
-                                        _mm256_madd_epi16(_mm256_maddubs_epi16(q_abs, xs), ones16));
+        for (size_t c = 0; c < C; ++c) sums[i][c] = _mm256_setzero_si256();
+      }
+#pragma GCC unroll 8
+      for (size_t s = 0; s < kSlices; ++s) {
+#pragma GCC unroll 8
+        for (size_t i = 0; i < G; ++i) {
+          const __m256i q = load_256(w + i * group_stride + levels + 32 * s);
+          const __m256i q_abs = _mm256_abs_epi8(q);
+#pragma GCC unroll 8
+          for (size_t c = 0; c < C; ++c) {
+            const __m256i xs =
+                _mm256_sign_epi8(broadcast_slice(x + c * x_stride + b * kQ8Bytes, s), q);
+            sums[i][c] = _mm256_add_epi32(
+                sums[i][c], _mm256_madd_epi16(_mm256_maddubs_epi16(q_abs, xs), ones16));
+            in_order(sums[i][c]);
+          }
         }
       }
-    }
 #pragma GCC unroll 8
-    for (size_t i = 0; i < G; ++i) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
-          w + i * group_stride + n_blocks * kLevelBytes + b * kScaleBytes)));
+      for (size_t i = 0; i < G; ++i) {
+        const __m256 dw = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i * group_stride + scales)));
 #pragma GCC unroll 8
-      for (size_t c = 0; c < C; ++c) {
-        const __m256 dx = _mm256_set1_ps(f16_to_f32(load_u16(x + c * x_stride + b * kQ8Bytes)));
-        const __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(sums[i][c]), _mm256_mul_ps(dw, dx));
-        acc[i][c] = _mm256_add_ps(acc[i][c], block);
+        for (size_t c = 0; c < C; ++c) {
+          const __m256 dx = _mm256_set1_ps(f16_to_f32(load_u16(x + c * x_stride + b * kQ8Bytes)));
+          const __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(sums[i][c]), _mm256_mul_ps(dw, dx));
+          acc[i][c] = _mm256_add_ps(acc[i][c], block);
+        }
       }
     }
   }
@@ -242,7 +252,6 @@ void dot_f32(const DotTile& t) {
 void fill_interleaved_dots(KernelTable& table) {
   InterleavedKernels& k = table.weights[static_cast<uint32_t>(TensorType::kQ8_0)].interleaved;
   k.rows = kGroupRows;
-  k.min_k = kMinK;
   k.bits = InterleavedKernels::Bits::kReference;
   k.interleave = interleave;
   k.dot = dot;

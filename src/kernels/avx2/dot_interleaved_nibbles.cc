@@ -32,6 +32,7 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2_internal.h"
+#include "kernels/avx2/interleaved_runs.h"
 #include "kernels/avx2/simd_avx2.h"
 #include "kernels/ref/ref_kernels.h"
 #include "kernels/thread_scratch.h"
@@ -44,7 +45,6 @@ using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of t
 constexpr size_t kQK = 32;
 constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
 constexpr size_t kGroupRows = 8;
-constexpr size_t kRunBlocks = 4;
 constexpr size_t kMaxColumns = 4;
 // Groups a pass of many columns keeps in L2 (three groups of k = 4864 are 66 KiB) while every
 // column block runs against them, so the weights come from memory once per call.
@@ -107,21 +107,7 @@ using Q5_1 = Blocks<TensorType::kQ5_1, 0, true, true>;
 template <typename W>
 constexpr size_t kScaleBytes = kGroupRows * 2 * (W::kMin ? 2 : 1);
 template <typename W>
-constexpr size_t kRunBytes = kRunBlocks*(W::kLevelBytes + kScaleBytes<W>);
-
-// Where block b of a group of n_blocks blocks keeps its levels and its scales.
-template <typename W>
-struct BlockAt {
-  size_t levels;
-  size_t scales;
-  BlockAt(size_t b, size_t n_blocks) {
-    const size_t run = b / kRunBlocks, in_run = b % kRunBlocks;
-    const size_t run_blocks =
-        n_blocks - run * kRunBlocks < kRunBlocks ? n_blocks - run * kRunBlocks : kRunBlocks;
-    levels = run * kRunBytes<W> + in_run * W::kLevelBytes;
-    scales = run * kRunBytes<W> + run_blocks * W::kLevelBytes + in_run * kScaleBytes<W>;
-  }
-};
+using Run = RunAt<W::kLevelBytes, kScaleBytes<W>>;
 
 template <typename W>
 void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, uint8_t* out) {
@@ -133,7 +119,7 @@ void interleave(const uint8_t* w, size_t row_stride, size_t n_rows, size_t k, ui
       const uint8_t* row = w + (g * kGroupRows + lane) * row_stride;
       for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = row + b * W::kBytes;
-        const BlockAt<W> at(b, n_blocks);
+        const Run<W> at(b, n_blocks);
         std::memcpy(group + at.scales + 2 * lane, block, 2);
         if constexpr (W::kMin) {
           std::memcpy(group + at.scales + 2 * kGroupRows + 2 * lane, block + 2, 2);
@@ -149,7 +135,7 @@ template <typename W>
 void stored_row(const uint8_t* group, size_t n_blocks, size_t lane, uint8_t* row) {
   for (size_t b = 0; b < n_blocks; ++b) {
     uint8_t* block = row + b * W::kBytes;
-    const BlockAt<W> at(b, n_blocks);
+    const Run<W> at(b, n_blocks);
     std::memcpy(block, group + at.scales + 2 * lane, 2);
     if constexpr (W::kMin) {
       std::memcpy(block + 2, group + at.scales + 2 * kGroupRows + 2 * lane, 2);
@@ -205,12 +191,6 @@ inline __m256i fifth_bit(__m256i fifth, size_t s) {
   return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
 }
 
-// An empty asm that takes v and gives it back in a register: the adds before it happen before
-// it. Without it GCC reassociated a block's sums (exact integers, so it may) to issue all 32 or
-// 64 products first, and spilled them: 45-51 stack moves per kernel, the decode ~16% and the
-// batched tiles ~28% slower in cache.
-inline void in_order(__m256i& v) { asm("" : "+x"(v)); }
-
 // G groups (eight rows each: group i at groups[i], its outputs at y[i][c * y_stride + lane]) x C
 // prepared columns over all blocks. Each (row, column)'s arithmetic is the same whatever G and C.
 template <typename W, size_t G, size_t C>
@@ -224,14 +204,13 @@ void group_kernel(const uint8_t* const (&groups)[G], size_t n_blocks, const uint
   }
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
   const __m256i ones16 = _mm256_set1_epi16(1);
-  for (size_t run = 0; run * kRunBlocks < n_blocks; ++run) {
-    const size_t b0 = run * kRunBlocks;
-    const size_t run_blocks = n_blocks - b0 < kRunBlocks ? n_blocks - b0 : kRunBlocks;
-    const size_t run_at = run * kRunBytes<W>;
+  for (size_t b0 = 0; b0 < n_blocks; b0 += kRunBlocks) {
+    const Run<W> run(b0, n_blocks);
+    const size_t run_at = run.run, run_blocks = run.run_blocks;
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
 #pragma GCC unroll 16
-      for (size_t line = 0; line < kRunBytes<W>; line += 64) {
+      for (size_t line = 0; line < Run<W>::kRunBytes; line += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(groups[i] + run_at + kPrefetchBytes + line),
                      _MM_HINT_T0);
       }
@@ -401,7 +380,6 @@ void set(KernelTable& table) {
   g_stored_dot_f32[static_cast<uint32_t>(W::kType)] = w.dot_f32;
   InterleavedKernels& k = w.interleaved;
   k.rows = kGroupRows;
-  k.min_k = 0;
   k.bits = InterleavedKernels::Bits::kReference;
   k.interleave = interleave<W>;
   k.prepare = prepare<W>;

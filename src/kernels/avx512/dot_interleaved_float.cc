@@ -178,7 +178,6 @@ template <typename W>
 void set(KernelTable& table) {
   InterleavedKernels& k = table.weights[static_cast<uint32_t>(W::kType)].interleaved;
   k.rows = kGroupRows;
-  k.min_k = 0;
   k.bits = InterleavedKernels::Bits::kFmaChain;
   k.interleave = interleave<W>;
   k.prepare = nullptr;

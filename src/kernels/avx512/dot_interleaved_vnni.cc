@@ -425,12 +425,11 @@ void set(KernelTable& table) {
   stored_dot_f32<W>() = w.dot_f32;
   InterleavedKernels& k = w.interleaved;
   k.rows = kPairRows;
-  // Every row length. For Q4_0 on the 0.5B-shaped file (896-element rows but for ffn_down) the
+  // Every row length: for Q4_0 on the 0.5B-shaped file (896-element rows but for ffn_down) the
   // decode of the whole model measured as fast or faster with its short rows interleaved too
   // (`synapse bench -p 0 -n 128`, 2 threads, three alternating rounds: 139-157 against 131-148
   // tokens/s) and the service's 8 streams 1.6x faster, though kernels_bench's Matvec of the
   // 896x151936 head alone read 5-25% slower interleaved (1.71-1.73 ms against 1.33-1.64 ms).
-  k.min_k = 0;
   k.bits = InterleavedKernels::Bits::kReference;
   k.interleave = interleave<W>;
   k.prepare = prepare<W>;

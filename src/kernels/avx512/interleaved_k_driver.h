@@ -191,7 +191,6 @@ void fill(KernelTable& table) {
   stored_dot_f32<L>() = w.dot_f32;
   InterleavedKernels& k = w.interleaved;
   k.rows = L::kRows;
-  k.min_k = 0;
   k.bits = InterleavedKernels::Bits::kReference;
   k.interleave = interleave<L>;
   k.prepare = L::prepare;
