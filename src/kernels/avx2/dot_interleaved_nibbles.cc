@@ -33,6 +33,7 @@
 
 #include "kernels/avx2/avx2_internal.h"
 #include "kernels/avx2/interleaved_runs.h"
+#include "kernels/avx2/prepared_columns.h"
 #include "kernels/avx2/simd_avx2.h"
 #include "kernels/ref/ref_kernels.h"
 #include "kernels/thread_scratch.h"
@@ -149,38 +150,6 @@ void dequantize_row(const uint8_t* group, size_t lane, size_t k, float* y) {
   uint8_t* row = thread_scratch(k / kQK * W::kBytes);
   stored_row<W>(group, k / kQK, lane, row);
   ref::dequantize(W::kType, row, y, k);
-}
-
-// A prepared column: k int8 values, then per block {int32 correction, float dx} -- {float
-// sum(x), float dx} for the types with a min.
-struct Prepared {
-  size_t blocks;  // byte offset of the per-block pairs
-  size_t bytes;
-  explicit Prepared(size_t k)
-      : blocks((k + 63) / 64 * 64), bytes(blocks + (k / kQK * 8 + 63) / 64 * 64) {}
-};
-
-size_t prepared_bytes(size_t k) { return Prepared(k).bytes; }
-
-template <typename W>
-void prepare(const uint8_t* x, size_t k, uint8_t* out) {
-  const Prepared p(k);
-  std::memset(out, 0, p.bytes);
-  for (size_t b = 0; b < k / kQK; ++b) {
-    const uint8_t* block = x + b * kQ8Bytes;
-    std::memcpy(out + b * kQK, block + 2, kQK);
-    int32_t sum = 0;
-    for (size_t e = 0; e < kQK; ++e) sum += static_cast<int8_t>(block[2 + e]);
-    const float dx = f16_to_f32(load_u16(block));
-    if constexpr (W::kMin) {
-      const auto sum_x = static_cast<float>(sum);
-      std::memcpy(out + p.blocks + 8 * b, &sum_x, 4);
-    } else {
-      const int32_t correction = -W::kOffset * sum;
-      std::memcpy(out + p.blocks + 8 * b, &correction, 4);
-    }
-    std::memcpy(out + p.blocks + 8 * b + 4, &dx, 4);
-  }
 }
 
 // Bit s of every byte of the fifth bits moved to bit 4, the rest cleared: slice s's 16s to OR
@@ -334,7 +303,7 @@ void dot(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
   const size_t n_groups = t.n_rows / kGroupRows;
   const size_t group_bytes = kGroupRows * t.w_stride;
-  const size_t x_blocks = Prepared(t.k).blocks;
+  const size_t x_blocks = PreparedColumn(t.k).blocks;
   if (t.n_cols == 1) {
     decode<W>(t, n_blocks, x_blocks);
     return;
@@ -382,8 +351,8 @@ void set(KernelTable& table) {
   k.rows = kGroupRows;
   k.bits = InterleavedKernels::Bits::kReference;
   k.interleave = interleave<W>;
-  k.prepare = prepare<W>;
-  k.prepared_bytes = prepared_bytes;
+  k.prepare = prepare_column<W::kOffset, W::kMin>;
+  k.prepared_bytes = prepared_column_bytes;
   k.dot = dot<W>;
   k.dot_f32 = dot_f32<W>;
   k.dequantize_row = dequantize_row<W>;

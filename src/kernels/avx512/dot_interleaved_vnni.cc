@@ -32,6 +32,7 @@
 // whose levels are their values, float(sum(x)) for the min's term -- and the scale dx as a float.
 #include <cstring>
 
+#include "kernels/avx2/prepared_columns.h"
 #include "kernels/avx2/simd_avx2.h"
 #include "kernels/avx512/avx512_internal.h"
 #include "kernels/ref/ref_kernels.h"
@@ -239,38 +240,6 @@ void dequantize_row(const uint8_t* pair, size_t r, size_t k, float* y) {
   ref::dequantize(W::kType, row, y, k);
 }
 
-// A prepared column: k int8 values, then per block {int32 correction, float dx} -- {float
-// sum(x), float dx} for the types with a min.
-struct Prepared {
-  size_t blocks;  // byte offset of the per-block pairs
-  size_t bytes;
-  explicit Prepared(size_t k)
-      : blocks((k + 63) / 64 * 64), bytes(blocks + (k / kQK * 8 + 63) / 64 * 64) {}
-};
-
-size_t prepared_bytes(size_t k) { return Prepared(k).bytes; }
-
-template <typename W>
-void prepare(const uint8_t* x, size_t k, uint8_t* out) {
-  const Prepared p(k);
-  std::memset(out, 0, p.bytes);
-  for (size_t b = 0; b < k / kQK; ++b) {
-    const uint8_t* block = x + b * kQ8Bytes;
-    std::memcpy(out + b * kQK, block + 2, kQK);
-    int32_t sum = 0;
-    for (size_t e = 0; e < kQK; ++e) sum += static_cast<int8_t>(block[2 + e]);
-    const float dx = f16_to_f32(load_u16(block));
-    if constexpr (W::kMin) {
-      const auto sum_x = static_cast<float>(sum);
-      std::memcpy(out + p.blocks + 8 * b, &sum_x, 4);
-    } else {
-      const int32_t correction = -W::kOffset * sum;
-      std::memcpy(out + p.blocks + 8 * b, &correction, 4);
-    }
-    std::memcpy(out + p.blocks + 8 * b + 4, &dx, 4);
-  }
-}
-
 // G groups (16 rows each: group i's levels and scales at levels[i] and scales[i], its outputs at
 // y[i][c * y_stride + lane]) x C columns over all blocks. Each (row, column)'s arithmetic is the
 // same whatever G and C.
@@ -380,7 +349,7 @@ template <typename W>
 void dot(const DotTile& t) {
   const size_t n_blocks = t.k / kQK;
   const size_t n_groups = t.n_rows / kGroupRows;
-  const size_t x_blocks = Prepared(t.k).blocks;
+  const size_t x_blocks = PreparedColumn(t.k).blocks;
   if (t.n_cols == 1) {
     decode<W>(t, n_blocks, x_blocks);
     return;
@@ -432,8 +401,8 @@ void set(KernelTable& table) {
   // 896x151936 head alone read 5-25% slower interleaved (1.71-1.73 ms against 1.33-1.64 ms).
   k.bits = InterleavedKernels::Bits::kReference;
   k.interleave = interleave<W>;
-  k.prepare = prepare<W>;
-  k.prepared_bytes = prepared_bytes;
+  k.prepare = prepare_column<W::kOffset, W::kMin>;
+  k.prepared_bytes = prepared_column_bytes;
   k.dot = dot<W>;
   k.dot_f32 = dot_f32<W>;
   k.dequantize_row = dequantize_row<W>;
