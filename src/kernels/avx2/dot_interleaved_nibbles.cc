@@ -44,7 +44,6 @@ namespace {
 using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
 
 constexpr size_t kQK = 32;
-constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
 constexpr size_t kGroupRows = 8;
 constexpr size_t kMaxColumns = 4;
 // Groups a pass of many columns keeps in L2 (three groups of k = 4864 are 66 KiB) while every

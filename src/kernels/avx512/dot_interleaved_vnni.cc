@@ -44,7 +44,6 @@ namespace {
 using namespace simd;  // NOLINT(google-build-using-namespace): the helpers of this ISA
 
 constexpr size_t kQK = 32;
-constexpr size_t kQ8Bytes = 34;  // BlockQ8_0: F16 d, 32 int8
 constexpr size_t kGroupRows = 16;
 constexpr size_t kPairRows = 2 * kGroupRows;  // the layout's unit: InterleavedKernels::rows
 constexpr size_t kSlices = kQK / 4;           // four-element slices per block
