@@ -128,7 +128,9 @@ async function chatStreamsAndStops(page) {
   await page.waitForFunction((m) => [...document.querySelectorAll('#chat-model option')]
     .some((o) => o.value === m), { timeout: 20000 }, MODEL);
   // A random-weight model: greedy decoding repeats one blank token, sampling writes visible text.
-  await setField(page, '#chat-max-tokens', '4000');
+  // Long enough that Stop lands before the end: the tiny model writes ~800 tokens/s, and 4000
+  // tokens ended (finish: length) before a click on a loaded machine took effect.
+  await setField(page, '#chat-max-tokens', '30000');
   await setField(page, '#chat-temperature', '1');
   await setField(page, '#chat-seed', '1');
   // Record every length the answer's text takes, to see it grow token by token.

@@ -127,7 +127,9 @@ TEST(WebE2e, ChatDashboardApiKeyAndBusyServerInHeadlessChromium) {
   }
   testing::TempDir dir;
   const std::string model = dir.file("tiny.gguf");
-  ASSERT_EQ(testing::synth_serving_model(model, 4096), "");
+  // A context long enough that the chat test's Stop always lands before the answer ends (see
+  // chatStreamsAndStops in web_browser.cjs).
+  ASSERT_EQ(testing::synth_serving_model(model, 32768), "");
   const std::string open_args =
       "--threads 1 --parallel 4 --chat-template chatml --alias tiny "
       "--job-workers 1 --jobs-db " +
