@@ -34,6 +34,7 @@ std::string quote(const std::string& s) { return "'" + s + "'"; }
 
 // The browser the test drives: $CHROMIUM, else `chromium` on the PATH; "" when there is none.
 std::string chromium_path() {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read before the test starts a thread
   const char* env = std::getenv("CHROMIUM");
   if (env != nullptr && *env != '\0') return env;
   const auto r = run_command("command -v chromium");
@@ -66,11 +67,12 @@ ScriptRun run_script(const std::string& command, const std::string& err_path,
                      const std::function<std::string(const std::string&)>& act,
                      std::chrono::seconds patience) {
   ScriptRun run;
+  // An answer to a script that died is an error, not our death.
+  if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) return run;
   int in[2];
   int out[2];
   if (pipe(in) != 0) return run;
   if (pipe(out) != 0) return run;
-  signal(SIGPIPE, SIG_IGN);  // an answer to a script that died is an error, not our death
   // `exec env`: the command starts with NAME=value words; node is then the child itself.
   const std::string shell = "exec env " + command + " 2>" + quote(err_path);
   const pid_t pid = fork();
