@@ -128,8 +128,8 @@ void group_kernel(const uint8_t* w, size_t group_stride, const uint8_t* x, size_
       }
     }
     for (size_t b = b0; b < b0 + run.run_blocks; ++b) {
-      const size_t levels = run.run + (b - b0) * kLevelBytes;
-      const size_t scales = run.run + run.run_blocks * kLevelBytes + (b - b0) * kScaleBytes;
+      const size_t levels = run.levels_of(b - b0);
+      const size_t scales = run.scales_of(b - b0);
       __m256i sums[G][C];
 #pragma GCC unroll 8
       for (size_t i = 0; i < G; ++i) {

@@ -174,16 +174,15 @@ void group_kernel(const uint8_t* const (&groups)[G], size_t n_blocks, const uint
   const __m256i ones16 = _mm256_set1_epi16(1);
   for (size_t b0 = 0; b0 < n_blocks; b0 += kRunBlocks) {
     const Run<W> run(b0, n_blocks);
-    const size_t run_at = run.run, run_blocks = run.run_blocks;
 #pragma GCC unroll 8
     for (size_t i = 0; i < G; ++i) {
 #pragma GCC unroll 16
       for (size_t line = 0; line < Run<W>::kRunBytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(groups[i] + run_at + kPrefetchBytes + line),
+        _mm_prefetch(reinterpret_cast<const char*>(groups[i] + run.run + kPrefetchBytes + line),
                      _MM_HINT_T0);
       }
     }
-    for (size_t in_run = 0; in_run < run_blocks; ++in_run) {
+    for (size_t in_run = 0; in_run < run.run_blocks; ++in_run) {
       const size_t b = b0 + in_run;
       // Sixteen-bit sums of the block's slices per (group, column), exact for kSlicesPerSum
       // slices, gathered into 32-bit sums after every kSlicesPerSum.
@@ -198,7 +197,7 @@ void group_kernel(const uint8_t* const (&groups)[G], size_t n_blocks, const uint
       for (size_t j = 0; j < 4; ++j) {
 #pragma GCC unroll 8
         for (size_t i = 0; i < G; ++i) {
-          const uint8_t* levels = groups[i] + run_at + in_run * W::kLevelBytes;
+          const uint8_t* levels = groups[i] + run.levels_of(in_run);
           const __m256i packed = load_256(levels + 32 * j);
           __m256i low = _mm256_and_si256(packed, low_nibbles);
           __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
@@ -234,8 +233,7 @@ void group_kernel(const uint8_t* const (&groups)[G], size_t n_blocks, const uint
       }
 #pragma GCC unroll 8
       for (size_t i = 0; i < G; ++i) {
-        const uint8_t* scales =
-            groups[i] + run_at + run_blocks * W::kLevelBytes + in_run * kScaleBytes<W>;
+        const uint8_t* scales = groups[i] + run.scales_of(in_run);
         const __m256 dw =
             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
         __m256 mw = _mm256_setzero_ps();

@@ -25,10 +25,16 @@ struct RunAt {
   size_t levels;
   size_t scales;
   RunAt(size_t b, size_t n_blocks) : run(b / kRunBlocks * kRunBytes) {
-    const size_t first = b / kRunBlocks * kRunBlocks, in_run = b % kRunBlocks;
+    const size_t first = b / kRunBlocks * kRunBlocks;
     run_blocks = n_blocks - first < kRunBlocks ? n_blocks - first : kRunBlocks;
-    levels = run + in_run * kLevelBytes;
-    scales = run + run_blocks * kLevelBytes + in_run * kScaleBytes;
+    levels = levels_of(b % kRunBlocks);
+    scales = scales_of(b % kRunBlocks);
+  }
+  // Block `in_run` of this run: the kernels walk a run's blocks from its first block's RunAt
+  // (no division per block).
+  size_t levels_of(size_t in_run) const { return run + in_run * kLevelBytes; }
+  size_t scales_of(size_t in_run) const {
+    return run + run_blocks * kLevelBytes + in_run * kScaleBytes;
   }
 };
 
