@@ -180,7 +180,7 @@ int run_model_bench(const ModelBenchOptions& o) {
     out["cpu"] = CpuInfo::detect().model;
     out["isa"] = selection.table.variant;
     out["isa_best"] = std::string(isa_level_name(selection.best));
-    out["isa_forced"] = selection.requested != selection.best;
+    out["isa_forced"] = selection.requested != selection.best || selection.vnni_off;
     out["threads"] = loaded->pool->size();
     out["n_prompt"] = o.n_prompt;
     out["n_gen"] = o.n_gen;

@@ -131,7 +131,7 @@ void self_check(KernelTable& table, const KernelTable& fallback, std::vector<Ker
   }
 }
 
-KernelSelection select_kernels(std::string_view isa_override) {
+KernelSelection select_kernels(std::string_view isa_override, bool vnni) {
   KernelSelection s;
   for (IsaLevel level : {IsaLevel::kAvx2, IsaLevel::kAvx512}) {
     if (kernel_table_for(level) != nullptr) s.best = level;
@@ -150,11 +150,12 @@ KernelSelection select_kernels(std::string_view isa_override) {
       s.requested = *forced;
     }
   }
+  s.vnni_off = !vnni && kernel_table_for(s.requested, true) != kernel_table_for(s.requested, false);
   // Level by level: each level's table is checked against the reference, with the checked
   // table of the level below as the fallback.
   s.table = reference_kernels();
   for (size_t l = 1; l <= static_cast<size_t>(s.requested); ++l) {
-    KernelTable candidate = *kernel_table_for(static_cast<IsaLevel>(l));
+    KernelTable candidate = *kernel_table_for(static_cast<IsaLevel>(l), vnni);
     self_check(candidate, s.table, s.checks, s.errors);
     s.table = candidate;
   }
@@ -164,13 +165,15 @@ KernelSelection select_kernels(std::string_view isa_override) {
 const KernelSelection& kernel_selection() {
   static const KernelSelection selection = [] {
     const char* env = std::getenv("SYNAPSE_ISA");
-    KernelSelection s = select_kernels(env != nullptr ? env : "");
+    const char* vnni = std::getenv("SYNAPSE_VNNI");
+    KernelSelection s =
+        select_kernels(env != nullptr ? env : "", vnni == nullptr || std::string_view(vnni) != "0");
     if (!s.override_note.empty()) log_warn("kernels: {}", s.override_note);
     for (const Status& e : s.errors) log_warn("kernels: {}", e.to_string());
     size_t passed = 0;
     for (const KernelCheck& check : s.checks) passed += check.ok ? 1 : 0;
-    log_debug("kernels: {} selected; self-check {}/{} passed", isa_level_name(s.table.level),
-              passed, s.checks.size());
+    log_debug("kernels: {} selected; self-check {}/{} passed", s.table.variant, passed,
+              s.checks.size());
     return s;
   }();
   return selection;

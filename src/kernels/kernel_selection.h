@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Choosing the kernels once at start-up: the best ISA level the CPU runs (or the one
-// SYNAPSE_ISA=scalar|avx2|avx512 forces), then a self-check that runs every kernel of that level
+// SYNAPSE_ISA=scalar|avx2|avx512 forces; its VNNI variant where the CPU has one, unless
+// SYNAPSE_VNNI=0), then a self-check that runs every kernel of that level
 // against the reference on small random inputs. A kernel outside its tolerance is disabled --
 // its entry replaced by the next lower level's, itself checked -- and reported as a
 // kernel_mismatch error, so the machine probe "certifies" the kernels it runs.
@@ -26,6 +27,7 @@ struct KernelCheck {
 struct KernelSelection {
   IsaLevel best = IsaLevel::kScalar;       // best level this CPU runs
   IsaLevel requested = IsaLevel::kScalar;  // after SYNAPSE_ISA
+  bool vnni_off = false;                   // SYNAPSE_VNNI=0 kept a VNNI variant out
   std::string override_note;               // why SYNAPSE_ISA was ignored, if it was
   std::vector<KernelCheck> checks;         // the self-check, one entry per kernel checked
   std::vector<Status> errors;              // one kernel_mismatch per disabled variant
@@ -38,8 +40,9 @@ const KernelSelection& kernel_selection();
 inline const KernelTable& selected_kernels() { return kernel_selection().table; }
 
 // Makes a selection without caching: `isa_override` as SYNAPSE_ISA would give it ("" for
-// none). Exposed for tests and `synapse doctor`.
-KernelSelection select_kernels(std::string_view isa_override);
+// none); `vnni` false as SYNAPSE_VNNI=0 (each level's variant without VNNI). Exposed for tests
+// and `synapse doctor`.
+KernelSelection select_kernels(std::string_view isa_override, bool vnni = true);
 
 // The self-check alone: checks every entry of `table` that differs from `fallback` and replaces
 // failing ones by fallback's entry. Appends to `checks` and `errors`.

@@ -37,6 +37,23 @@ TEST(KernelSelection, OverrideForcesALevelOrIsExplained) {
   }
 }
 
+// A level's VNNI variant where the CPU has it, unless asked not to (SYNAPSE_VNNI=0): the
+// kernels a CPU of that level without VNNI runs, e.g. AVX2 on Zen 3.
+TEST(KernelSelection, VnniVariantWhereTheCpuHasItAndOffOnRequest) {
+  const CpuFeatures f = CpuInfo::detect().features;
+  if (f.has_avx2_level()) {
+    const KernelSelection with = select_kernels("avx2");
+    EXPECT_STREQ(with.table.variant, f.avx_vnni ? "avx2+vnni" : "avx2");
+    const KernelSelection without = select_kernels("avx2", false);
+    EXPECT_STREQ(without.table.variant, "avx2");
+    EXPECT_TRUE(without.errors.empty());
+  }
+  if (f.has_avx512_level()) {
+    EXPECT_STREQ(select_kernels("avx512").table.variant, f.avx512vnni ? "avx512+vnni" : "avx512");
+    EXPECT_STREQ(select_kernels("avx512", false).table.variant, "avx512");
+  }
+}
+
 // The reference Q4_0 dot, off by one in its first output.
 void wrong_q4_0_dot(const DotTile& tile) {
   reference_kernels().weight(TensorType::kQ4_0).dot(tile);

@@ -16,14 +16,16 @@ namespace {
 constexpr std::array<std::string_view, kIsaLevelCount> kLevelNames = {"scalar", "avx2", "avx512"};
 
 struct Tables {
-  KernelTable levels[kIsaLevelCount];
+  KernelTable levels[kIsaLevelCount];        // each level's best variant
+  KernelTable without_vnni[kIsaLevelCount];  // the level without VNNI, where that differs
   bool available[kIsaLevelCount] = {};
-  KernelTable avx512_without_vnni;  // built for testing when the CPU has VNNI
-  const KernelTable* runnable[kIsaLevelCount + 1] = {};
+  bool has_without_vnni[kIsaLevelCount] = {};
+  const KernelTable* runnable[2 * kIsaLevelCount] = {};
   size_t n_runnable = 0;
 };
 
-// Built once: each level starts from the level below and overrides what it has.
+// Built once: each level starts from the level below (without its VNNI variant: a CPU may have
+// AVX512_VNNI and not AVX-VNNI, as Ice Lake and Zen 4 do) and overrides what it has.
 const Tables& tables() {
   static const Tables instance = [] {
     Tables t{};
@@ -32,28 +34,36 @@ const Tables& tables() {
     t.levels[0].variant = "scalar";
     t.available[0] = true;
     t.runnable[t.n_runnable++] = &t.levels[0];
+    // Level `l` from `base`: the variant without VNNI, then the one with it where the CPU has it.
+    auto add_level = [&t](size_t l, const KernelTable& base, IsaLevel level, const char* name,
+                          const char* vnni_name, bool vnni, auto fill) {
+      KernelTable plain = base;
+      fill(plain, false);
+      plain.level = level;
+      plain.variant = name;
+      t.available[l] = true;
+      t.runnable[t.n_runnable++] = &t.levels[l];
+      if (!vnni) {
+        t.levels[l] = plain;
+        return;
+      }
+      t.without_vnni[l] = plain;
+      t.has_without_vnni[l] = true;
+      t.runnable[t.n_runnable - 1] = &t.without_vnni[l];
+      t.levels[l] = base;
+      fill(t.levels[l], true);
+      t.levels[l].level = level;
+      t.levels[l].variant = vnni_name;
+      t.runnable[t.n_runnable++] = &t.levels[l];
+    };
     if (features.has_avx2_level()) {
-      t.levels[1] = t.levels[0];
-      avx2::fill_table(t.levels[1]);
-      t.levels[1].level = IsaLevel::kAvx2;
-      t.levels[1].variant = "avx2";
-      t.available[1] = true;
-      t.runnable[t.n_runnable++] = &t.levels[1];
+      add_level(1, t.levels[0], IsaLevel::kAvx2, "avx2", "avx2+vnni", features.avx_vnni,
+                [](KernelTable& table, bool vnni) { avx2::fill_table(table, vnni); });
     }
     if (features.has_avx512_level()) {
-      t.levels[2] = t.levels[1];
-      avx512::fill_table(t.levels[2], features.avx512vnni);
-      t.levels[2].level = IsaLevel::kAvx512;
-      t.levels[2].variant = features.avx512vnni ? "avx512+vnni" : "avx512";
-      t.available[2] = true;
-      if (features.avx512vnni) {
-        t.avx512_without_vnni = t.levels[1];
-        avx512::fill_table(t.avx512_without_vnni, false);
-        t.avx512_without_vnni.level = IsaLevel::kAvx512;
-        t.avx512_without_vnni.variant = "avx512";
-        t.runnable[t.n_runnable++] = &t.avx512_without_vnni;
-      }
-      t.runnable[t.n_runnable++] = &t.levels[2];
+      const KernelTable& avx2 = t.has_without_vnni[1] ? t.without_vnni[1] : t.levels[1];
+      add_level(2, avx2, IsaLevel::kAvx512, "avx512", "avx512+vnni", features.avx512vnni,
+                [](KernelTable& table, bool vnni) { avx512::fill_table(table, vnni); });
     }
     return t;
   }();
@@ -94,10 +104,11 @@ TensorType activation_type(TensorType weight_type) {
   }
 }
 
-const KernelTable* kernel_table_for(IsaLevel level) {
+const KernelTable* kernel_table_for(IsaLevel level, bool vnni) {
   const Tables& t = tables();
   const auto i = static_cast<size_t>(level);
-  return t.available[i] ? &t.levels[i] : nullptr;
+  if (!t.available[i]) return nullptr;
+  return !vnni && t.has_without_vnni[i] ? &t.without_vnni[i] : &t.levels[i];
 }
 
 const KernelTable& reference_kernels() { return tables().levels[0]; }

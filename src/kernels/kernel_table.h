@@ -160,7 +160,7 @@ using AttendGroupFn = void (*)(const float* q, size_t n_group, const KvPages& kv
 
 struct KernelTable {
   IsaLevel level;
-  const char* variant;  // "scalar", "avx2", "avx512", "avx512+vnni"
+  const char* variant;  // "scalar", "avx2", "avx2+vnni", "avx512", "avx512+vnni"
   // Indexed by the TensorType id; entries of types without kernels are all nullptr.
   WeightKernels weights[40];
   QuantizeRowFn quantize_q8_0;
@@ -194,10 +194,11 @@ struct KernelTable {
 };
 
 // The table of one level, filled on first use; nullptr when this CPU cannot run that level.
-// For kAvx512 it is the VNNI variant when the CPU has AVX512_VNNI.
-const KernelTable* kernel_table_for(IsaLevel level);
-// Every table variant this CPU can run, the reference first (an AVX-512 CPU with VNNI runs both
-// "avx512" and "avx512+vnni"). Tests check each against the reference.
+// With `vnni` it is the level's VNNI variant when the CPU has it ("avx2+vnni" with AVX-VNNI,
+// "avx512+vnni" with AVX512_VNNI); without, the level's kernels a CPU without VNNI runs.
+const KernelTable* kernel_table_for(IsaLevel level, bool vnni = true);
+// Every table variant this CPU can run, the reference first (a CPU with AVX-VNNI runs both
+// "avx2" and "avx2+vnni"). Tests check each against the reference.
 std::span<const KernelTable* const> runnable_kernel_tables();
 // The reference table (always available).
 const KernelTable& reference_kernels();

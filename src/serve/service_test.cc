@@ -203,8 +203,9 @@ void ServiceTest::expect_batch_invariant() {
 
 // With the default MatmulRoute::kAuto the route is chosen from the step's total row count (tiled
 // from kMatmulMinColumns rows on). For the suite's Q8_0 matrices every kernel level gives the
-// tiles the decode kernels' bits (scalar: no tiles; AVX2 and AVX-512 without VNNI: tiles marked
-// equals_dot; AVX-512 VNNI: Q8_0 interleaved, one kernel on every route), so a decode row's logits
+// tiles the decode kernels' bits (scalar: no tiles; AVX2, with or without AVX-VNNI, and AVX-512
+// without VNNI: Q8_0 interleaved eight rows to a vector; AVX-512 VNNI: sixteen; one kernel on
+// every route), so a decode row's logits
 // do not change when a prefill shares its step, even off the serving options. (Tiles that still
 // round differently -- VNNI's tiles of the quantized types read as stored, AVX-512's packed float
 // tile on matrices it does not interleave -- are listed in src/kernels/README.md; the service

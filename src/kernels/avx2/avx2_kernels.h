@@ -8,7 +8,8 @@
 namespace synapse::avx2 {
 
 // Sets every entry that has an AVX2 variant; leaves the others as they are (the caller starts
-// from the reference table).
-void fill_table(KernelTable& table);
+// from the reference table). `vnni`: the CPU has AVX-VNNI (CpuFeatures::avx_vnni), and the
+// entries that have an AVX-VNNI variant take it.
+void fill_table(KernelTable& table, bool vnni);
 
 }  // namespace synapse::avx2

@@ -4,7 +4,7 @@
 
 namespace synapse::avx2 {
 
-void fill_table(KernelTable& table) {
+void fill_table(KernelTable& table, bool vnni) {
   fill_legacy_dots(table);
   fill_interleaved_dots(table);
   fill_k_dots(table);
@@ -14,6 +14,9 @@ void fill_table(KernelTable& table) {
   fill_attention(table);
   // Last: it keeps the stored rows' dot_f32 (fill_float_dots) for its own F32 path.
   fill_interleaved_nibble_dots(table);
+  // AVX-VNNI (vpdpbusd on 256-bit vectors, VEX-encoded): Q8_0's interleaved rows store their
+  // levels plus 128 and take one vpdpbusd per slice (dot_interleaved_vnni.cc).
+  if (vnni) fill_interleaved_dots_vnni(table);
 }
 
 }  // namespace synapse::avx2
