@@ -126,19 +126,11 @@ inline __m256i broadcast_slice(const uint8_t* x_values, size_t s) {
 
 // G groups (8G rows; group i at w + i * group_stride, its outputs at y + i * y_group_stride)
 // x C prepared columns (their per-block pairs at x_blocks).
-// `ahead`: ahead_bytes of weights the next call will want (the next pass), prefetched a share
-// per run (none for decode: its streams prefetch their own rows).
-struct Ahead {
-  const uint8_t* start = nullptr;
-  size_t bytes = 0;
-};
-
 template <typename M, size_t G, size_t C>
 void group_kernel(const uint8_t* w, size_t group_stride, const uint8_t* x, size_t x_stride,
                   size_t x_blocks, size_t n_blocks, float* y, size_t y_stride,
                   size_t y_group_stride, Ahead ahead = {}) {
-  const size_t n_runs = (n_blocks + kRunBlocks - 1) / kRunBlocks;
-  const size_t ahead_per_run = (ahead.bytes + n_runs - 1) / n_runs;
+  const size_t ahead_per_run = ahead.per_run((n_blocks + kRunBlocks - 1) / kRunBlocks);
   __m256 acc[G][C];
 #pragma GCC unroll 8
   for (size_t i = 0; i < G; ++i) {
@@ -156,11 +148,7 @@ void group_kernel(const uint8_t* w, size_t group_stride, const uint8_t* x, size_
             _MM_HINT_T0);
       }
     }
-    for (size_t line = 0; line < ahead_per_run; line += 64) {
-      const size_t at = (b0 / kRunBlocks) * ahead_per_run + line;
-      if (at < ahead.bytes)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead.start + at), _MM_HINT_T0);
-    }
+    ahead.prefetch_run(b0 / kRunBlocks, ahead_per_run);
     for (size_t b = b0; b < b0 + run.run_blocks; ++b) {
       const size_t levels = run.levels_of(b - b0);
       const size_t scales = run.scales_of(b - b0);
@@ -225,15 +213,9 @@ void cover_groups(const DotTile& t, size_t g0, size_t n_groups, size_t c0, size_
     }
     g = g0 + kStreams * part;
   }
-  const size_t share = (ahead.bytes + n_groups - 1) / n_groups;
   for (size_t i = 0; g < g0 + n_groups; ++g, ++i) {
-    Ahead part;
-    if (i * share < ahead.bytes) {
-      part.start = ahead.start + i * share;
-      part.bytes = ahead.bytes - i * share < share ? ahead.bytes - i * share : share;
-    }
     group_kernel<M, 1, C>(t.w + g * group_stride, group_stride, x, t.x_stride, x_blocks, n_blocks,
-                          y + g * kGroupRows, t.y_stride, kGroupRows, part);
+                          y + g * kGroupRows, t.y_stride, kGroupRows, ahead.part(i, n_groups));
   }
 }
 
@@ -249,29 +231,19 @@ void dot(const DotTile& t) {
   const size_t column_blocks = (t.n_cols + 3) / 4;
   for (size_t g0 = 0; g0 < n_groups; g0 += kGroupsPerPass) {
     const size_t groups = n_groups - g0 < kGroupsPerPass ? n_groups - g0 : kGroupsPerPass;
-    const size_t next = g0 + groups;
-    const size_t next_groups = n_groups - next < kGroupsPerPass ? n_groups - next : kGroupsPerPass;
-    const size_t next_bytes = next_groups * group_bytes;
-    const size_t share = (next_bytes + column_blocks - 1) / column_blocks;
+    const Ahead next = next_pass<kGroupsPerPass>(t.w, g0 + groups, n_groups, group_bytes);
+    auto ahead = [&](size_t c) { return next.part(c / 4, column_blocks); };
     size_t c = 0;
-    auto ahead = [&](size_t j) {
-      Ahead a;
-      if (j * share < next_bytes) {
-        a.start = t.w + next * group_bytes + j * share;
-        a.bytes = next_bytes - j * share < share ? next_bytes - j * share : share;
-      }
-      return a;
-    };
-    for (; c + 4 <= t.n_cols; c += 4) cover_groups<M, 4>(t, g0, groups, c, n_blocks, ahead(c / 4));
+    for (; c + 4 <= t.n_cols; c += 4) cover_groups<M, 4>(t, g0, groups, c, n_blocks, ahead(c));
     switch (t.n_cols - c) {
       case 3:
-        cover_groups<M, 3>(t, g0, groups, c, n_blocks, ahead(c / 4));
+        cover_groups<M, 3>(t, g0, groups, c, n_blocks, ahead(c));
         break;
       case 2:
-        cover_groups<M, 2>(t, g0, groups, c, n_blocks, ahead(c / 4));
+        cover_groups<M, 2>(t, g0, groups, c, n_blocks, ahead(c));
         break;
       case 1:
-        cover_groups<M, 1>(t, g0, groups, c, n_blocks, ahead(c / 4));
+        cover_groups<M, 1>(t, g0, groups, c, n_blocks, ahead(c));
         break;
       default:
         break;
