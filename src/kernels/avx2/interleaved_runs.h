@@ -44,10 +44,10 @@ struct RunAt {
 // Weights a later call will want -- the next pass of groups, while the columns of this pass run
 // against rows already in cache -- prefetched a share per run of the calls of this pass, so that
 // reading them overlaps the arithmetic (Q8_0's batched decode and prefill; the four- and five-bit
-// types' AVX2 kernels measured level with it, bound by their arithmetic). Without it, batched decode read each pass in a burst at
-// its first column block and computed from cache for the others: the memory stream idled most of
-// the time (AVX-VNNI's Q8_0 batched decode of eight columns out of cache, 896 x 4864, took 218 us
-// where the arithmetic alone takes 131; with it 153-160).
+// types' AVX2 kernels measured level with it, bound by their arithmetic). Without it, batched
+// decode read each pass in a burst at its first column block and computed from cache for the
+// others: the memory stream idled most of the time (AVX-VNNI's Q8_0 batched decode of eight columns
+// out of cache, 896 x 4864, took 218 us where the arithmetic alone takes 131; with it 153-160).
 struct Ahead {
   const uint8_t* start = nullptr;
   size_t bytes = 0;
