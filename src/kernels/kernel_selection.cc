@@ -164,8 +164,9 @@ KernelSelection select_kernels(std::string_view isa_override, bool vnni) {
 
 const KernelSelection& kernel_selection() {
   static const KernelSelection selection = [] {
-    const char* env = std::getenv("SYNAPSE_ISA");
-    const char* vnni = std::getenv("SYNAPSE_VNNI");
+    // Read once, inside the static's initialization; nothing here sets the environment.
+    const char* env = std::getenv("SYNAPSE_ISA");    // NOLINT(concurrency-mt-unsafe)
+    const char* vnni = std::getenv("SYNAPSE_VNNI");  // NOLINT(concurrency-mt-unsafe)
     KernelSelection s =
         select_kernels(env != nullptr ? env : "", vnni == nullptr || std::string_view(vnni) != "0");
     if (!s.override_note.empty()) log_warn("kernels: {}", s.override_note);
