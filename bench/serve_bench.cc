@@ -207,7 +207,8 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "--levels: concurrency levels separated by commas, e.g. 1,8\n");
     return 2;
   }
-  if (!std::filesystem::exists(path)) {
+  const bool synthesized = !std::filesystem::exists(path);
+  if (synthesized) {
     SynthOptions o;
     o.arch = "qwen2";
     // The real Qwen2 vocabulary (151936 tokens): the synthetic one stops at a few hundred.
@@ -242,7 +243,11 @@ int run(int argc, char** argv) {
   }
   const uint32_t n_vocab = (*model)->n_vocab();
 
-  std::string json = "{\n  \"model\": \"qwen2.5-0.5b shape, Q8_0, synthetic\",\n";
+  // Which file and which kernels made the figures (SYNAPSE_ISA and SYNAPSE_VNNI stand-ins
+  // included), so that runs are never compared blindly.
+  const std::string label = synthesized ? "qwen2.5-0.5b shape, Q8_0, synthetic" : path;
+  std::string json = "{\n  \"model\": " + nlohmann::json(label).dump() + ",\n";
+  json += std::string("  \"isa\": \"") + selected_kernels().variant + "\",\n";
   json += "  \"threads\": " + std::to_string(threads) + ",\n";
   json += "  \"draft_max\": " + std::to_string(g_draft_max) + ",\n";
   json += std::string("  \"worker_process\": ") + (isolate.empty() ? "false" : "true") + ",\n";
