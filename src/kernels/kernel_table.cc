@@ -37,19 +37,15 @@ const Tables& tables() {
     // Level `l` from `base`: the variant without VNNI, then the one with it where the CPU has it.
     auto add_level = [&t](size_t l, const KernelTable& base, IsaLevel level, const char* name,
                           const char* vnni_name, bool vnni, auto fill) {
-      KernelTable plain = base;
+      KernelTable& plain = vnni ? t.without_vnni[l] : t.levels[l];
+      plain = base;
       fill(plain, false);
       plain.level = level;
       plain.variant = name;
       t.available[l] = true;
-      t.runnable[t.n_runnable++] = &t.levels[l];
-      if (!vnni) {
-        t.levels[l] = plain;
-        return;
-      }
-      t.without_vnni[l] = plain;
+      t.runnable[t.n_runnable++] = &plain;
+      if (!vnni) return;
       t.has_without_vnni[l] = true;
-      t.runnable[t.n_runnable - 1] = &t.without_vnni[l];
       t.levels[l] = base;
       fill(t.levels[l], true);
       t.levels[l].level = level;

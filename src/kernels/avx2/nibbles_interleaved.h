@@ -128,8 +128,11 @@ void group_kernel(const uint8_t* const (&groups)[G], size_t n_blocks, const uint
       for (size_t i = 0; i < G; ++i) {
 #pragma GCC unroll 8
         for (size_t c = 0; c < C; ++c) {
-          pairs[i][c] = _mm256_setzero_si256();
-          if constexpr (!P::kPairs) sums[i][c] = _mm256_setzero_si256();
+          if constexpr (P::kPairs) {
+            pairs[i][c] = _mm256_setzero_si256();  // sums start at the first gather
+          } else {
+            sums[i][c] = _mm256_setzero_si256();
+          }
         }
       }
 #pragma GCC unroll 4
@@ -155,7 +158,8 @@ void group_kernel(const uint8_t* const (&groups)[G], size_t n_blocks, const uint
                    _mm256_set1_epi32(slice_high));
           }
         }
-        if (P::kPairs && (j + 1) % kVectorsPerSum == 0) {
+        if constexpr (P::kPairs) {
+          if ((j + 1) % kVectorsPerSum != 0) continue;
 #pragma GCC unroll 8
           for (size_t i = 0; i < G; ++i) {
 #pragma GCC unroll 8

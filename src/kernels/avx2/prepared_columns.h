@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Q8_0 activation columns prepared for the interleaved kernels whose weight levels are unsigned
-// (AVX2's dot_interleaved_nibbles.cc, AVX-512 VNNI's dot_interleaved_vnni.cc): the k int8
-// values, 64-byte aligned, then per block {int32 correction, float dx} -- the correction
-// -offset * sum(x) makes a sum over levels (value + offset) a sum over values, exactly -- or,
+// Q8_0 activation columns prepared for the interleaved kernels (AVX2's q8_interleaved.h and
+// nibbles_interleaved.h, AVX-512 VNNI's dot_interleaved_vnni.cc): the k int8 values, 64-byte
+// aligned, then per block {int32 correction, float dx} -- the correction -offset * sum(x) makes
+// a sum over levels (value + offset) a sum over values, exactly (0 where the levels are the
+// values, as AVX2's Q8_0 keeps them) -- or,
 // for the types with a min, whose levels are their values, {float sum(x), float dx} for the
 // min's term. Internal linkage, like simd_avx2.h: each ISA's translation unit keeps its copy.
 #pragma once
