@@ -26,6 +26,14 @@ bool row_wanted(LogitsWanted wanted, size_t index, size_t n_tokens, size_t from 
   return false;
 }
 
+// Room for n elements, at least twice the old capacity when it has to grow: steps vary in rows
+// (a prefill chunk beside the sequences decoding), and a vector refilled by insert() grows to
+// each new largest size exactly, allocating step after step.
+template <typename T>
+void reserve_growing(std::vector<T>& v, size_t n) {
+  if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
+}
+
 }  // namespace
 
 Engine::Engine(DecoderModel& model, const EngineConfig& config)
@@ -41,7 +49,7 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
   const size_t n_logits = model_.n_logits();
   const bool whole = model_.bidirectional();
   // Validate all inputs before changing anything.
-  size_t out_rows = 0, hidden_rows = 0;
+  size_t out_rows = 0, hidden_rows = 0, all_tokens = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const StepInput& in = inputs[i];
     if (!cache_.contains(in.sequence)) {
@@ -97,6 +105,7 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
                     ErrorWhere{.field = "logits_from"});
     }
     out_rows += rows_wanted(in.logits, in.tokens.size(), in.logits_from);
+    all_tokens += in.tokens.size();
     hidden_rows += rows_wanted(in.hidden, in.tokens.size());
   }
   for (const StepInput& in : inputs) {
@@ -113,6 +122,11 @@ Status Engine::step(std::span<const StepInput> inputs, StepOutput& out) {
 
   // Forward passes of up to max_batch_tokens rows, filled in input order: the logits rows come
   // out in input order, token order within an input.
+  const size_t pass_rows = std::min(all_tokens, config_.max_batch_tokens);
+  reserve_growing(tokens_, pass_rows);
+  reserve_growing(token_types_, pass_rows);
+  reserve_growing(output_rows_, pass_rows);
+  reserve_growing(hidden_rows_, pass_rows);
   size_t input = 0, offset = 0, written_rows = 0, written_hidden = 0;
   while (input < inputs.size()) {
     tokens_.clear();
