@@ -111,6 +111,28 @@ Result<std::unique_ptr<serve::ModelService>> start_worker(const std::string& syn
   return std::unique_ptr<serve::ModelService>(std::move(service));
 }
 
+// Before a timed round of n streams: n requests as long as the timed ones grow (prompt plus
+// completion), cancelled once all have their first token -- a cancelled request's KV pages go
+// back to the pool, not to the prefix cache -- so that the round runs on memory already touched:
+// the KV pages and the step buffers of n sequences (a worker process is new at each level).
+// Without it the round paid the pool's growth, each new 2 MiB page zeroed at its first touch
+// inside a step (clear_page was 2.5% of the CPU samples of 8 streams on a 2-core VM): what a
+// server pays once in its first minutes, and llama-server at load (it clears its KV cache there).
+void warm_up(serve::ModelService& service, size_t n, size_t tokens, uint32_t n_vocab) {
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (size_t i = 0; i < n; ++i) {
+    auto h = service.submit(
+        request(bench_prompt(tokens, 900 + i, n_vocab), 1000, RequestClass::kInteractive));
+    if (h.ok()) handles.push_back(*h);
+  }
+  // Every one's first token before any is cancelled: a page freed early would serve the next
+  // prefill, and the pool would grow to a few sequences only.
+  GenerationEvent e;
+  for (auto& h : handles) (void)h->next(e);
+  for (auto& h : handles) h->cancel();
+  for (auto& h : handles) drain(*h);
+}
+
 // Seconds to the first event of an interactive request (its first token; max_tokens 1).
 double time_to_first_token(Service& s, size_t prompt_tokens, size_t salt, uint32_t n_vocab) {
   const Clock::time_point t0 = Clock::now();
@@ -270,13 +292,7 @@ int run(int argc, char** argv) {
       }
       service = std::move(started).value();
     }
-    // One short request first, so that neither side's timing includes first touches (a worker
-    // process is new at each level).
-    if (auto warm =
-            service->submit(request(bench_prompt(8, 99, n_vocab), 2, RequestClass::kInteractive));
-        warm.ok()) {
-      drain(**warm);
-    }
+    warm_up(*service, n, prompt_tokens + static_cast<size_t>(gen_tokens), n_vocab);
     std::vector<std::shared_ptr<RequestHandle>> handles;
     const Clock::time_point t0 = Clock::now();
     for (size_t i = 0; i < n; ++i) {

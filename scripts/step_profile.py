@@ -4,9 +4,9 @@
 
 For each level N, runs `serve_bench --only throughput --levels N` (N concurrent greedy streams in
 process: 64-token prompts, 128-token completions) under `perf record -a` (every CPU, so the time a
-core sits idle counts too), keeps the samples from the end of the model load (the last sample in a
-load-time function) to the last sample in a matrix-product kernel, and sorts them into categories
-by symbol. Prints one JSON line per level: the level, tokens/s, the window's length and each
+core sits idle counts too), keeps the samples of the timed round -- the benchmark's own seconds up
+to the last sample in a matrix-product kernel, so neither the load nor the warm-up round counts --
+and sorts them into categories by symbol. Prints one JSON line per level: the level, tokens/s, the window's length and each
 category's share of all CPU time in it. Needs `perf` (Debian's linux-perf) allowed to sample the
 whole system (root, or kernel.perf_event_paranoid <= 0).
 
@@ -27,9 +27,6 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Functions that run only while the model loads (rearranging weights, building the tokenizer):
-# the window starts after the last of them.
-LOAD = re.compile(r"interleave|read_vocab|lower_ir|prepare_matrix|BpeModel::create")
 MATMUL = re.compile(r"q8::|q4k::|nibbles|::dot<|dot_legacy|dot_interleaved|group_kernel|"
                     r"cover_groups|matmul|::tile|::dot_")
 # First match wins, in this order.
@@ -44,10 +41,10 @@ CATEGORIES = [
 SAMPLE = re.compile(r"\s*(\S+)\s+\d+\s+([\d.]+):\s+\S+\s+(.*)")
 
 
-def categorize(comm, symbol):
+def categorize(comm, symbol, bench_comm):
     if comm == "swapper":
         return "idle"
-    if comm != "serve_bench":
+    if comm != bench_comm:
         return "other processes"
     for name, pattern in CATEGORIES:
         if pattern.search(symbol):
@@ -70,18 +67,20 @@ def profile(model, level, bench, threads):
         m = SAMPLE.match(line)
         if m:
             samples.append((m.group(1), float(m.group(2)), m.group(3)))
-    start = max((t for c, t, s in samples if c == "serve_bench" and LOAD.search(s)), default=0.0)
+    timed = bench_json["throughput"][0]
     end = max((t for c, t, s in samples if MATMUL.search(s)), default=0.0)
+    start = end - timed["seconds"]
+    bench_comm = os.path.basename(bench)[:15]  # the kernel keeps 15 characters of a name
     counts = collections.Counter(
-        categorize(c, s) for c, t, s in samples if start < t <= end)
+        categorize(c, s, bench_comm) for c, t, s in samples if start < t <= end)
     total = sum(counts.values())
     if total == 0:
-        sys.exit(f"step_profile: no samples between the load and the last kernel at level {level}")
+        sys.exit(f"step_profile: no samples in the timed round at level {level}")
     return {
         "concurrency": level,
         "isa": bench_json.get("isa"),
-        "tokens_per_s": bench_json["throughput"][0]["tokens_per_s"],
-        "window_s": round(end - start, 2),
+        "tokens_per_s": timed["tokens_per_s"],
+        "seconds": timed["seconds"],
         "shares_percent": {k: round(100.0 * v / total, 1) for k, v in counts.most_common()},
     }
 
