@@ -8,8 +8,10 @@ concurrent greedy /v1/completions requests whose prompts are token ids (the prom
 bench/serve_bench.cc uses: distinct per stream, so no prefix is shared), and prints one JSON line
 per run: the aggregate completion tokens per second from the first request sent to the last
 answer. Then the median per engine and level, Synapse's ratio to llama-server, and each engine's
-speedup over its own single stream. Each engine runs its defaults otherwise (Synapse's KV cache is
-f32, llama-server's f16). llama.cpp is built outside the project tree (never committed).
+speedup over its own single stream. Before each timed round both engines are warmed with N
+streamed requests of the round's length, dropped once all have a token (warm_up). Each engine
+runs its defaults otherwise (Synapse's KV cache is f32, llama-server's f16). llama.cpp is built
+outside the project tree (never committed).
 
   LLAMA_SERVER=../peer/llama.cpp/build/bin/llama-server scripts/serve_vs_llama.py MODEL.gguf
   PEER=isolate scripts/serve_vs_llama.py MODEL.gguf   # against `synapse serve --isolate` instead
@@ -18,6 +20,7 @@ Environment: SYNAPSE (default build/release/src/cli/synapse), THREADS (2), ROUND
 PROMPT (64), GEN (128), LEVELS ("1 4 8 16"), N_VOCAB (151936: the Qwen2 vocabulary).
 """
 
+import http.client
 import json
 import os
 import signal
@@ -59,6 +62,42 @@ def post(port, body, timeout=600):
         return json.load(answer)
 
 
+def warm_up(port, level, tokens, n_vocab):
+    """`level` streamed requests as long as the timed ones grow (prompt plus completion), all in
+    flight at once, each dropped once every one has its first token: a dropped request is
+    cancelled, and Synapse returns its KV pages to the pool rather than to the prefix cache, so
+    the timed round runs on memory already touched -- as llama-server's does, which clears its
+    whole KV cache at load -- and on step buffers already grown to the level. The same for both
+    engines; serve_bench does the same in process."""
+    first_tokens = threading.Barrier(level)
+    errors = []
+
+    def stream(i):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        try:
+            body = {"prompt": bench_prompt(tokens, 900 + i, n_vocab), "max_tokens": 1000,
+                    "temperature": 0, "stream": True}
+            connection.request("POST", "/v1/completions", json.dumps(body),
+                               {"Content-Type": "application/json"})
+            answer = connection.getresponse()
+            while not answer.readline().startswith(b"data:"):
+                pass
+            first_tokens.wait(timeout=600)
+        except Exception as e:  # the timed round reports any real failure
+            errors.append(repr(e))
+            first_tokens.abort()
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=stream, args=(i,)) for i in range(level)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if errors:
+        raise RuntimeError("warm-up: %s" % errors[0])
+
+
 def wait_healthy(port, process, seconds=120):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -95,10 +134,7 @@ def measure(engine, model, level, threads, prompt, gen, n_vocab):
                                    stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_healthy(port, process)
-            # One short request first: the weights' pages and the first allocations are paid
-            # before the clock starts, on both engines.
-            post(port, {"prompt": bench_prompt(prompt, 99, n_vocab), "max_tokens": 4,
-                        "temperature": 0})
+            warm_up(port, level, prompt + gen, n_vocab)
             tokens = [0] * level
             errors = []
 
