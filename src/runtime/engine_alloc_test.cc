@@ -5,6 +5,8 @@
 // replaced allocation functions (tests/support/allocation_counter.h).
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "backend/cpu_backend.h"
 #include "kernels/kernel_selection.h"
 #include "runtime/engine.h"
@@ -15,26 +17,38 @@
 namespace synapse {
 namespace {
 
-TEST(EngineAllocations, StepsOfAWorkloadSeenBeforeAllocateNothing) {
-  testing::TempDir dir;
-  SynthOptions o;
-  o.arch = "qwen2";
-  o.n_embd = 64;
-  o.n_head = 4;
-  o.n_head_kv = 2;
-  o.n_layer = 2;
-  o.n_ctx = 256;
-  o.type_attention = TensorType::kQ8_0;
-  o.type_feed_forward = TensorType::kQ8_0;
-  const std::string path = dir.file("m.gguf");
-  ASSERT_TRUE(synthesize_model(o, path).ok());
-  ThreadPool pool(2);
-  CpuBackend backend(selected_kernels(), pool);
-  auto model = DecoderModel::open(path, backend);
-  ASSERT_TRUE(model.ok()) << model.status().to_string();
-  EngineConfig config;
-  config.kv.page_tokens = 16;
-  Engine engine(**model, config);
+// A two-layer Qwen2-shaped Q8_0 model and an engine on it, KV pages of 16 tokens.
+class EngineAllocations : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SynthOptions o;
+    o.arch = "qwen2";
+    o.n_embd = 64;
+    o.n_head = 4;
+    o.n_head_kv = 2;
+    o.n_layer = 2;
+    o.n_ctx = 256;
+    o.type_attention = TensorType::kQ8_0;
+    o.type_feed_forward = TensorType::kQ8_0;
+    const std::string path = dir_.file("m.gguf");
+    ASSERT_TRUE(synthesize_model(o, path).ok());
+    auto model = DecoderModel::open(path, backend_);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    model_ = std::move(model).value();
+    EngineConfig config;
+    config.kv.page_tokens = 16;
+    engine_ = std::make_unique<Engine>(*model_, config);
+  }
+
+  testing::TempDir dir_;
+  ThreadPool pool_{2};
+  CpuBackend backend_{selected_kernels(), pool_};
+  std::unique_ptr<DecoderModel> model_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineAllocations, StepsOfAWorkloadSeenBeforeAllocateNothing) {
+  Engine& engine = *engine_;
 
   // One scenario twice: 8 sequences prefill 8 tokens each, then decode 72 steps together
   // (five page boundaries each). The first run grows the KV pool and the step buffers; the
@@ -83,26 +97,8 @@ TEST(EngineAllocations, StepsOfAWorkloadSeenBeforeAllocateNothing) {
 // Growing to each exactly made every buffer again each time (fresh memory, zeroed at its first
 // touch: 2.5% of a 2-core machine's time at 8 streams); grown at least twofold from the 4 rows of
 // the first steps, twelve steps of 9, 10, ..., 20 rows grow them at 9, 10 and 19 rows only.
-TEST(EngineAllocations, StepsOfGrowingRowCountsMakeTheBuffersAgainRarely) {
-  testing::TempDir dir;
-  SynthOptions o;
-  o.arch = "qwen2";
-  o.n_embd = 64;
-  o.n_head = 4;
-  o.n_head_kv = 2;
-  o.n_layer = 2;
-  o.n_ctx = 256;
-  o.type_attention = TensorType::kQ8_0;
-  o.type_feed_forward = TensorType::kQ8_0;
-  const std::string path = dir.file("m.gguf");
-  ASSERT_TRUE(synthesize_model(o, path).ok());
-  ThreadPool pool(2);
-  CpuBackend backend(selected_kernels(), pool);
-  auto model = DecoderModel::open(path, backend);
-  ASSERT_TRUE(model.ok()) << model.status().to_string();
-  EngineConfig config;
-  config.kv.page_tokens = 16;
-  Engine engine(**model, config);
+TEST_F(EngineAllocations, StepsOfGrowingRowCountsMakeTheBuffersAgainRarely) {
+  Engine& engine = *engine_;
   StepOutput out;
   const auto chunk = [](size_t n, size_t salt) {
     std::vector<int32_t> tokens(n);
