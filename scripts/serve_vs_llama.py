@@ -80,8 +80,12 @@ def warm_up(port, level, tokens, n_vocab):
             connection.request("POST", "/v1/completions", json.dumps(body),
                                {"Content-Type": "application/json"})
             answer = connection.getresponse()
-            while not answer.readline().startswith(b"data:"):
-                pass
+            while True:  # to the first event, or a refusal's end
+                line = answer.readline()
+                if not line:
+                    raise RuntimeError("HTTP %d before any token" % answer.status)
+                if line.startswith(b"data:"):
+                    break
             first_tokens.wait(timeout=600)
         except Exception as e:  # the timed round reports any real failure
             errors.append(repr(e))
